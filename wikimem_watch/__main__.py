@@ -1,0 +1,3 @@
+from wikimem_watch.cli import main
+
+raise SystemExit(main())

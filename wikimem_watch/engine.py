@@ -1,0 +1,337 @@
+"""The engine: the only mutator of the index, and the one query path every shell calls.
+
+It owns the BM25 index, the per-entry facts that filters read (kind, day, time), the note
+name table that links resolve against, and what each file contributed. ``apply(paths)``
+re-reads those files (an unchanged file costs one hash) and swaps their entries; ``query``
+reads under the same lock, so it always sees a consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import PurePosixPath
+
+import numpy as np
+import numpy.typing as npt
+
+from .bm25 import Bm25Index
+from .config import Config
+from .errors import NotFound
+from .models import Entry, Link
+from .parse import parse_note
+from .tokenize import STOP_WORDS, Tokenizer
+from .vault import NoteFilter, SkipFile, iter_notes, read_note
+
+log = logging.getLogger(__name__)
+
+_EPOCH = date(1970, 1, 1).toordinal()
+
+
+@dataclass(slots=True)
+class FileRecord:
+    """What one file contributed: its text hash, its entries, and parse warnings."""
+
+    text_hash: str
+    ids: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class ApplyStats:
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def make_tokenizer(config: Config) -> Tokenizer:
+    segmenter = None
+    if config.jieba:
+        try:
+            import jieba  # optional [zh] extra
+
+            jieba.setLogLevel(logging.WARNING)
+            segmenter = jieba.lcut
+        except ImportError:
+            log.warning("jieba is not installed (pip install 'wikimem-watch[zh]'); using bigrams")
+    return Tokenizer(
+        stop_words=STOP_WORDS if config.stop_words else None, stem=config.stem, segmenter=segmenter
+    )
+
+
+class Engine:
+    """A live index over one vault. Thread-safe: mutations and queries share one lock."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.root = config.vault
+        self.tokenizer = make_tokenizer(config)
+        self.note_filter = NoteFilter(config.include or ("*",), config.exclude)
+        self.lock = threading.RLock()
+        self.index = Bm25Index(config.k1, config.b)
+        self.files: dict[str, FileRecord] = {}
+        self.entries: dict[str, Entry] = {}
+        self.skipped: dict[str, str] = {}
+        self.days: dict[str, list[str]] = {}
+        self.names: dict[str, set[str]] = {}
+        self.generation = 0
+        self.last_change_at: float | None = None
+        self._digest = 0
+        self._slot_entry: list[Entry | None] = []
+        self._slot_day = np.zeros(0, dtype=np.int32)
+        self._slot_wiki = np.zeros(0, dtype=bool)
+        self._slot_epoch = np.zeros(0, dtype=np.float64)
+
+    # ------------------------------------------------------------------ mutation
+
+    def scan(self) -> ApplyStats:
+        """Bring the index in line with the files on disk (initial scan or full rescan)."""
+        on_disk = list(iter_notes(self.root, self.note_filter))
+        gone = set(self.files) | set(self.skipped)
+        gone.difference_update(on_disk)
+        return self.apply([*on_disk, *sorted(gone)])
+
+    def apply(self, paths: Iterable[str]) -> ApplyStats:
+        """Re-read each vault-relative path and replace its entries (gone → removed)."""
+        stats = ApplyStats()
+        with self.lock:
+            for rel in dict.fromkeys(paths):
+                self._apply_one(rel, stats)
+            self.index.flush()
+            if stats.changed or stats.removed:
+                self.generation += 1
+                self.last_change_at = time.time()
+        return stats
+
+    def _apply_one(self, rel: str, stats: ApplyStats) -> None:
+        if not self.note_filter.accepts(rel):
+            if self._drop(rel):
+                stats.removed.append(rel)
+            return
+        try:
+            text, warning = read_note(self.root, rel)
+        except FileNotFoundError:
+            if self._drop(rel):
+                stats.removed.append(rel)
+            return
+        except SkipFile as exc:
+            self._drop(rel)
+            self.skipped[rel] = exc.reason
+            stats.skipped.append(rel)
+            return
+        text_hash = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        old = self.files.get(rel)
+        if old is not None and old.text_hash == text_hash:
+            stats.unchanged += 1
+            return
+        parsed = parse_note(rel, text)
+        self._drop(rel)
+        self.skipped.pop(rel, None)
+        warnings = parsed.warnings + ((warning,) if warning else ())
+        for entry in parsed.entries:
+            self._add_entry(entry)
+        self.files[rel] = FileRecord(text_hash, tuple(e.id for e in parsed.entries), warnings)
+        self._add_names(rel, parsed.entries)
+        for w in warnings:
+            log.warning("%s: %s", rel, w)
+        stats.changed.append(rel)
+
+    def _drop(self, rel: str) -> bool:
+        self.skipped.pop(rel, None)
+        record = self.files.pop(rel, None)
+        if record is None:
+            return False
+        for entry_id in record.ids:
+            entry = self.entries.pop(entry_id)
+            slot = self.index.slot(entry_id)
+            self.index.remove(entry_id)
+            if slot is not None:
+                self._slot_entry[slot] = None
+            self._digest ^= _entry_digest(entry)
+            if entry.date is not None:
+                day = self.days[entry.date]
+                day.remove(entry_id)
+                if not day:
+                    del self.days[entry.date]
+        for names in self.names.values():
+            names.discard(rel)
+        return True
+
+    def _add_entry(self, entry: Entry) -> None:
+        slot = self.index.upsert(entry.id, self.tokenizer(_indexed_text(entry)))
+        self._grow(self.index.capacity)
+        self._slot_entry[slot] = entry
+        self._slot_wiki[slot] = entry.kind == "wiki"
+        self._slot_day[slot] = date.fromisoformat(entry.date).toordinal() if entry.date else 0
+        self._slot_epoch[slot] = entry_epoch_days(entry)
+        self.entries[entry.id] = entry
+        self._digest ^= _entry_digest(entry)
+        if entry.date is not None:
+            day = self.days.setdefault(entry.date, [])
+            day.append(entry.id)
+            day.sort(key=lambda i: (self.entries[i].time or "", self.entries[i].line))
+
+    def _grow(self, capacity: int) -> None:
+        have = len(self._slot_entry)
+        if capacity <= have:
+            return
+        extra = max(capacity - have, have, 1024)
+        self._slot_entry.extend([None] * extra)
+        self._slot_day = np.concatenate([self._slot_day, np.zeros(extra, dtype=np.int32)])
+        self._slot_wiki = np.concatenate([self._slot_wiki, np.zeros(extra, dtype=bool)])
+        self._slot_epoch = np.concatenate([self._slot_epoch, np.full(extra, np.nan)])
+
+    def _add_names(self, rel: str, entries: tuple[Entry, ...]) -> None:
+        p = PurePosixPath(rel)
+        keys = {rel.lower(), str(p.with_suffix("")).lower(), p.stem.lower()}
+        if entries:
+            keys.add((entries[0].title or "").lower())
+            keys.update(a.lower() for a in entries[0].aliases)
+        for key in keys - {""}:
+            self.names.setdefault(key, set()).add(rel)
+
+    # ------------------------------------------------------------------- reading
+
+    def slot_entry(self, slot: int) -> Entry:
+        entry = self._slot_entry[slot]
+        assert entry is not None
+        return entry
+
+    def slot_arrays(
+        self,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+        """Per-slot day ordinal (0 = none), is-wiki flag and entry time in epoch days."""
+        return self._slot_day, self._slot_wiki, self._slot_epoch
+
+    def resolve(self, link: Link) -> list[Entry]:
+        """The entries a link points at (a section, or the whole note); [] when unresolvable."""
+        with self.lock:
+            note = self._resolve_note(link.target)
+            heading = link.heading
+            if note is None and link.style == "wikimem" and link.target == "file" and heading:
+                note, heading = self._resolve_note(heading), None  # [[file:note]] form
+            if note is None:
+                return []
+            entries = [self.entries[i] for i in self.files[note].ids]
+            if heading:
+                want = heading.strip().lower()
+                entries = [e for e in entries if e.heading.strip().lower() == want]
+            return entries
+
+    def _resolve_note(self, target: str) -> str | None:
+        key = target.strip().lower().removesuffix(".md")
+        for candidate in (key, key + ".md"):
+            paths = self.names.get(candidate)
+            if paths:
+                return min(paths, key=lambda p: (p.count("/"), p))
+        return None
+
+    def entries_of(self, rel: str) -> list[Entry]:
+        with self.lock:
+            record = self.files.get(rel)
+            if record is None:
+                raise NotFound(f"no indexed note at {rel!r} (paths are vault-relative)")
+            return [self.entries[i] for i in record.ids]
+
+    def entries_on(self, day: str) -> list[Entry]:
+        with self.lock:
+            return [self.entries[i] for i in self.days.get(day, [])]
+
+    def day_counts(self, start: str | None = None, end: str | None = None) -> list[tuple[str, int]]:
+        with self.lock:
+            return sorted(
+                (d, len(ids))
+                for d, ids in self.days.items()
+                if (start is None or d >= start) and (end is None or d <= end)
+            )
+
+    def window_entries(self, start: date, end: date) -> list[Entry]:
+        """Diary entries dated within [start, end], oldest first. Costs O(days + entries)."""
+        with self.lock:
+            out: list[Entry] = []
+            if (end - start).days > 4 * len(self.days):
+                days = sorted(d for d in self.days if start.isoformat() <= d <= end.isoformat())
+            else:
+                days = [(start + timedelta(n)).isoformat() for n in range((end - start).days + 1)]
+            for day in days:
+                out.extend(self.entries[i] for i in self.days.get(day, ()))
+            return out
+
+    def backlinks(self, rel: str) -> list[tuple[Entry, Link]]:
+        with self.lock:
+            if rel not in self.files:
+                raise NotFound(f"no indexed note at {rel!r} (paths are vault-relative)")
+            out = []
+            for entry in self.entries.values():
+                for link in entry.links:
+                    if any(t.path == rel for t in self.resolve(link)):
+                        out.append((entry, link))
+            return sorted(out, key=lambda x: (x[0].path, x[0].line))
+
+    def unresolved_links(self) -> list[dict[str, object]]:
+        with self.lock:
+            return [
+                {"id": e.id, "path": e.path, "line": e.line, "target": link.target}
+                for e in self.entries.values()
+                for link in e.links
+                if not self.resolve(link)
+            ]
+
+    def digest(self) -> str:
+        """Order-independent digest of every indexed entry's id and content hash."""
+        return f"{self._digest:032x}"
+
+    def file_digests(self) -> dict[str, str]:
+        with self.lock:
+            out = {}
+            for rel, record in self.files.items():
+                acc = 0
+                for i in record.ids:
+                    acc ^= _entry_digest(self.entries[i])
+                out[rel] = f"{acc:032x}"
+            return out
+
+    def counts(self) -> dict[str, int]:
+        with self.lock:
+            diary = sum(len(v) for v in self.days.values())
+            return {"diary": diary, "wiki": len(self.entries) - diary}
+
+    def warnings(self) -> dict[str, list[str]]:
+        with self.lock:
+            return {p: list(r.warnings) for p, r in self.files.items() if r.warnings}
+
+
+def _indexed_text(entry: Entry) -> str:
+    parts = [entry.text, " ".join(entry.tags)]
+    if entry.kind == "wiki" or entry.time is None:
+        parts.insert(0, entry.heading)
+    return "\n".join(parts)
+
+
+def _entry_digest(entry: Entry) -> int:
+    raw = hashlib.blake2b(f"{entry.id}\0{entry.hash}".encode(), digest_size=16).digest()
+    return int.from_bytes(raw, "big")
+
+
+def entry_epoch_days(entry: Entry) -> float:
+    """An entry's time in days since 1970 (local wall time), NaN when it has none."""
+    if entry.ts:
+        try:
+            stamp = datetime.fromisoformat(entry.ts.replace("Z", "+00:00"))
+            # The wall-clock time the entry was written, in the writer's own zone.
+            return stamp.toordinal() - _EPOCH + (stamp.hour * 60 + stamp.minute) / 1440.0
+        except ValueError:
+            pass
+    if entry.date:
+        minutes = 720.0
+        if entry.time:
+            hh, mm = entry.time.split(":")
+            minutes = int(hh) * 60 + int(mm)
+        return date.fromisoformat(entry.date).toordinal() - _EPOCH + minutes / 1440.0
+    return float("nan")

@@ -1,0 +1,38 @@
+"""Typed errors. Each carries a JSON-RPC error ``code`` so every shell maps it the same way."""
+
+from __future__ import annotations
+
+
+class WatchError(Exception):
+    """Base class: a problem the caller can understand and fix."""
+
+    code = -32000
+
+    def __init__(self, message: str, data: object = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class BadRequest(WatchError):
+    """The request (query fields, CLI value, protocol params) has the wrong shape."""
+
+    code = -32602
+
+
+class NotFound(WatchError):
+    """A path, date or note that the index does not hold."""
+
+    code = -32004
+
+
+class ConfigError(WatchError):
+    """A configuration value, vault path or socket path is unusable."""
+
+    code = -32001
+
+
+class DaemonUnavailable(WatchError):
+    """No daemon answers on the socket for this vault."""
+
+    code = -32002

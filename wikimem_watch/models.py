@@ -1,0 +1,51 @@
+"""Immutable records shared by every module: entries, hits and query results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Kind = Literal["diary", "wiki"]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A link found in an entry: ``[[file:name]]``, ``[[Note]]``, ``[[Note#Heading|alias]]``."""
+
+    target: str  # note name or path as written, without heading or alias
+    heading: str | None = None
+    alias: str | None = None
+    embed: bool = False
+    style: Literal["wikimem", "obsidian"] = "obsidian"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One indexed unit: a diary entry (``## HH:MM``) or a wiki/note item (``## name``)."""
+
+    id: str  # stable and unique: "<path>#<slug>" (+ "~N" for a repeated heading)
+    kind: Kind
+    path: str  # vault-relative, forward slashes
+    heading: str  # the section heading, or the note title for a section-less note
+    line: int  # 1-based line of the heading (or of the first text line)
+    text: str  # what is indexed: no metadata comment, no front matter
+    hash: str  # content hash of (heading, text) — keys the vector cache
+    date: str | None = None  # "YYYY-MM-DD" for diary entries
+    time: str | None = None  # "HH:MM" for diary entries with a time heading
+    ts: str | None = None  # ISO-8601 from the metadata comment
+    owner: str | None = None
+    source: str | None = None
+    meta: tuple[tuple[str, str], ...] = ()  # every key of the metadata comment, unknown ones too
+    tags: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()
+    title: str | None = None  # the note's title (front matter, "# title" or file stem)
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedNote:
+    """Everything parsing one file yields: its entries and what went wrong, if anything."""
+
+    path: str
+    entries: tuple[Entry, ...]
+    warnings: tuple[str, ...] = field(default=())

@@ -1,0 +1,263 @@
+"""One Markdown file → immutable entries. Pure and tolerant: it takes text and never raises.
+
+A section is a level-2 heading and everything up to the next one (markdown-it-py finds the
+headings, so a ``## `` inside a code fence is text). Diary files (``diary/YYYY-MM-DD.md``) give
+one entry per section with the day from the file name and the time from a ``## HH:MM``
+heading; every other note gives one item per section. Prose before the first ``##`` (after
+front matter and the ``# title``) is an item too, and a note without sections is one item.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import date, datetime
+from pathlib import PurePosixPath
+
+import yaml
+from markdown_it import MarkdownIt
+
+from .models import Entry, Kind, Link, ParsedNote
+
+_MD = MarkdownIt("commonmark")
+_FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)\s*$", re.M)
+_META = re.compile(r"<!--\s*wikimem:(?P<body>.*?)-->", re.S)
+_LINK = re.compile(r"(?P<embed>!?)\[\[(?P<inner>[^\[\]\n]+)\]\]")
+_TAG = re.compile(r"(?<![\w#&/])#(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
+_CODE = re.compile(r"```.*?```|~~~.*?~~~|`[^`\n]*`", re.S)
+_TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+_DATE_STEM = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def content_hash(heading: str, text: str) -> str:
+    """The identity of an entry's content: keys the vector cache, so a move costs nothing."""
+    return hashlib.blake2b(f"{heading}\n{text}".encode(), digest_size=16).hexdigest()
+
+
+def diary_date(path: str) -> str | None:
+    """``diary/2026-07-21.md`` → ``"2026-07-21"``; ``None`` when it is not a valid diary path."""
+    p = PurePosixPath(path)
+    if not p.parts or p.parts[0] != "diary" or p.suffix != ".md":
+        return None
+    if not _DATE_STEM.match(p.stem):
+        return None
+    try:
+        return date.fromisoformat(p.stem).isoformat()
+    except ValueError:
+        return None
+
+
+def parse_meta(body: str) -> dict[str, str] | None:
+    """``owner=user:x | source=y | ts=…`` → dict; ``None`` when malformed (then it is text)."""
+    fields: dict[str, str] = {}
+    for part in body.split("|"):
+        part = part.strip()
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key or not re.fullmatch(r"[\w.-]+", key):
+            return None
+        fields[key] = value.strip()
+    return fields or None
+
+
+def parse_link(inner: str, embed: bool) -> Link | None:
+    """The inside of ``[[…]]``: ``file:name``, ``Note``, ``Note#Heading``, ``Note#Heading|alias``."""
+    target, _, alias = inner.partition("|")
+    target = target.strip()
+    if not target:
+        return None
+    if "#" not in target and ":" in target:
+        file, _, name = target.partition(":")
+        if file.strip() and name.strip():
+            return Link(file.strip(), name.strip(), alias.strip() or None, embed, "wikimem")
+    note, _, heading = target.partition("#")
+    return Link(note.strip(), heading.strip() or None, alias.strip() or None, embed, "obsidian")
+
+
+def _link_text(m: re.Match[str]) -> str:
+    """How a link reads in indexed text: its alias, else its target words."""
+    link = parse_link(m.group("inner"), bool(m.group("embed")))
+    if link is None:
+        return m.group()
+    if link.alias:
+        return link.alias
+    return " ".join(x for x in (link.target, link.heading) if x and x != "file")
+
+
+def _split_front_matter(text: str) -> tuple[dict[str, object], int, list[str]]:
+    """Return (front matter, number of lines it spans, warnings). Bad YAML is skipped, not text."""
+    if not text.startswith("---") or not re.match(r"---\s*\n", text):
+        return {}, 0, []
+    first_nl = text.index("\n")
+    end = _FRONT_MATTER_END.search(text, first_nl + 1)
+    if end is None:
+        return {}, 0, []
+    raw = text[first_nl + 1 : end.start()]
+    lines = text[: end.end()].count("\n") + 1
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        return {}, lines, [f"front matter is not valid YAML: {str(exc).splitlines()[0]}"]
+    if data is None:
+        return {}, lines, []
+    if not isinstance(data, dict):
+        return {}, lines, ["front matter is not a mapping"]
+    return {str(k): v for k, v in data.items()}, lines, []
+
+
+def _str_list(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        items: list[object] = [v for v in re.split(r"[,\s]+", value) if v]
+    elif isinstance(value, list):
+        items = list(value)
+    else:
+        return ()
+    return tuple(str(v).lstrip("#") for v in items if v is not None and str(v).strip())
+
+
+class _Section:
+    __slots__ = ("body", "heading", "line")
+
+    def __init__(self, heading: str, line: int, body: str) -> None:
+        self.heading, self.line, self.body = heading, line, body
+
+
+def _sections(body: str, line_offset: int) -> tuple[str | None, list[_Section]]:
+    """Split the body into (title, sections). Section 0 may be the headingless preamble."""
+    lines = body.split("\n")
+    tokens = _MD.parse(body)
+    title: str | None = None
+    title_line: int | None = None
+    starts: list[tuple[int, str]] = []
+    for i, tok in enumerate(tokens):
+        if tok.type != "heading_open" or tok.map is None:
+            continue
+        inline = tokens[i + 1].content.strip() if i + 1 < len(tokens) else ""
+        if tok.tag == "h2":
+            starts.append((tok.map[0], inline))
+        elif tok.tag == "h1" and not starts and title is None:
+            title, title_line = inline, tok.map[0]
+    sections: list[_Section] = []
+    first = starts[0][0] if starts else len(lines)
+    pre = [ln for j, ln in enumerate(lines[:first]) if j != title_line]
+    pre_text = "\n".join(pre).strip("\n")
+    if pre_text.strip():
+        first_text = next(j for j, ln in enumerate(lines[:first]) if ln.strip() and j != title_line)
+        sections.append(_Section("", first_text + 1 + line_offset, pre_text))
+    for n, (start, heading) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        sections.append(
+            _Section(heading, start + 1 + line_offset, "\n".join(lines[start + 1 : end]))
+        )
+    return title, sections
+
+
+def parse_note(path: str, text: str) -> ParsedNote:
+    """Parse one vault file. ``path`` is vault-relative with forward slashes."""
+    try:
+        return _parse(path, text)
+    except Exception as exc:
+        return ParsedNote(path, (), (f"could not parse: {type(exc).__name__}: {exc}",))
+
+
+def _parse(path: str, text: str) -> ParsedNote:
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    front, fm_lines, warnings = _split_front_matter(text)
+    body = "\n".join(text.split("\n")[fm_lines:]) if fm_lines else text
+    day = diary_date(path)
+    if PurePosixPath(path).parts[:1] == ("diary",) and day is None:
+        warnings.append("diary file name is not a valid YYYY-MM-DD date; indexed as a note")
+    kind: Kind = "diary" if day else "wiki"
+    title_md, sections = _sections(body, fm_lines)
+    title = str(front.get("title") or title_md or PurePosixPath(path).stem)
+    note_tags = _str_list(front.get("tags"))
+    aliases = _str_list(front.get("aliases"))
+    entries: list[Entry] = []
+    seen: dict[str, int] = {}
+    for sec in sections:
+        entry = _entry(path, kind, day, title, sec, note_tags, aliases, seen, warnings)
+        if entry is not None:
+            entries.append(entry)
+    if not entries and day is not None:
+        # A day file with nothing in it but its title is still that day; an empty note is nothing.
+        pass
+    return ParsedNote(path, tuple(entries), tuple(warnings))
+
+
+def _entry(
+    path: str,
+    kind: Kind,
+    day: str | None,
+    title: str,
+    sec: _Section,
+    note_tags: tuple[str, ...],
+    aliases: tuple[str, ...],
+    seen: dict[str, int],
+    warnings: list[str],
+) -> Entry | None:
+    meta: dict[str, str] = {}
+
+    def _take_meta(m: re.Match[str]) -> str:
+        fields = parse_meta(m.group("body"))
+        if fields is None:
+            return m.group()  # malformed: stays plain text
+        meta.update(fields)  # last one wins, key by key
+        return ""
+
+    raw = _META.sub(_take_meta, sec.body)
+    visible = re.sub(r"\n{3,}", "\n\n", raw).strip()
+    if not visible and not sec.heading:
+        return None
+    heading = sec.heading
+    time = None
+    if kind == "diary":
+        m = _TIME.match(heading)
+        if m:
+            time = f"{int(m.group(1)):02d}:{m.group(2)}"
+    links = tuple(
+        link
+        for m in _LINK.finditer(visible)
+        if (link := parse_link(m.group("inner"), bool(m.group("embed")))) is not None
+    )
+    prose = _CODE.sub(" ", visible)
+    inline_tags = tuple(dict.fromkeys(m.group("tag") for m in _TAG.finditer(prose)))
+    tags = tuple(dict.fromkeys(note_tags + inline_tags))
+    ts = meta.get("ts")
+    if ts is not None and not _valid_iso(ts):
+        warnings.append(f"line {sec.line}: metadata ts={ts!r} is not ISO-8601; ignored")
+        ts = None
+    key = heading or ""
+    seen[key] = seen.get(key, 0) + 1
+    entry_id = f"{path}#{heading}" if heading else path
+    if seen[key] > 1:
+        entry_id += f"~{seen[key]}"
+    indexed = _LINK.sub(_link_text, visible)
+    return Entry(
+        id=entry_id,
+        kind=kind,
+        path=path,
+        heading=heading or title,
+        line=sec.line,
+        text=indexed,
+        hash=content_hash(heading, indexed),
+        date=day,
+        time=time,
+        ts=ts,
+        owner=meta.get("owner"),
+        source=meta.get("source"),
+        meta=tuple(sorted(meta.items())),
+        tags=tags,
+        links=links,
+        title=title,
+        aliases=aliases,
+    )
+
+
+def _valid_iso(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,350 @@
+"""The query path: time gate, filters, signal fusion, top-k, link expansion and the budget.
+
+Every shell (CLI, socket, Python) calls :func:`run_query`; it only reads the engine, under the
+engine's lock, so a query sees one consistent generation of the index.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
+from typing import Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+import numpy.typing as npt
+
+from .engine import Engine
+from .errors import BadRequest
+from .models import Entry
+from .request import QueryRequest
+from .retrieve import Weights, budget_cut, normalise_max, normalise_minmax, recency, top_k
+from .timeparse import parse_time_range
+from .tokenize import estimate_tokens
+from .vault import glob_match
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+_EPOCH = date(1970, 1, 1).toordinal()
+WIDEN_STEPS_DAYS = (1, 3)
+
+
+class VectorSignal(Protocol):
+    """Cosine similarity for the query, keyed by entry content hash (the embeddings extra)."""
+
+    def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float] | None:
+        """Cosines for ``hashes`` plus the ``limit`` nearest of all; None when unavailable."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """The diary window a query is filtered by, and where it came from."""
+
+    start: date
+    end: date
+    source: str  # "explicit" | "parsed"
+    start_time: str | None = None
+    end_time: str | None = None
+    matched: str | None = None
+    widened: int = 0  # days added on each side
+
+    def contains(self, entry: Entry) -> bool:
+        if entry.date is None:
+            return True
+        d = date.fromisoformat(entry.date)
+        if not self.start <= d <= self.end:
+            return False
+        if self.start_time and entry.time and self.start == self.end and not self.widened:
+            return self.start_time <= entry.time <= (self.end_time or "23:59")
+        return True
+
+    def widen(self, days: int) -> Gate:
+        return replace(
+            self, start=self.start - timedelta(days), end=self.end + timedelta(days), widened=days
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "start_time": self.start_time,
+            "end_time": self.end_time,
+            "source": self.source,
+            "matched": self.matched,
+            "widened_days": self.widened,
+        }
+
+
+def _local_now(req: QueryRequest) -> datetime:
+    zone = None
+    if req.tz:
+        try:
+            zone = ZoneInfo(req.tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise BadRequest(f"tz: unknown time zone {req.tz!r} (e.g. 'Asia/Shanghai')") from None
+    now = req.now or datetime.now().astimezone()
+    if zone is not None:
+        now = now.astimezone(zone) if now.tzinfo else now.replace(tzinfo=zone)
+    return now
+
+
+def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bool]:
+    """(window, text left for BM25, time-only?) for a request."""
+    if isinstance(req.time_range, tuple):
+        return Gate(req.time_range[0], req.time_range[1], "explicit"), req.q, False
+    if isinstance(req.time_range, str):
+        found = parse_time_range(req.time_range, now=now.replace(tzinfo=None))
+        if found is None:
+            raise BadRequest(f"time_range: no date or time expression in {req.time_range!r}")
+        gate = Gate(
+            found.start,
+            found.end,
+            "explicit",
+            _hhmm(found.start_time),
+            _hhmm(found.end_time),
+            found.matched,
+        )
+        return gate, req.q, False
+    if not req.parse_time:
+        return None, req.q, False
+    found = parse_time_range(req.q, now=now.replace(tzinfo=None))
+    if found is None:
+        return None, req.q, False
+    gate = Gate(
+        found.start,
+        found.end,
+        "parsed",
+        _hhmm(found.start_time),
+        _hhmm(found.end_time),
+        found.matched,
+    )
+    return gate, found.rest, found.time_only
+
+
+def _hhmm(value: object) -> str | None:
+    return value.strftime("%H:%M") if hasattr(value, "strftime") else None
+
+
+def run_query(
+    engine: Engine, req: QueryRequest, vectors: VectorSignal | None = None
+) -> dict[str, object]:
+    """Answer one query. The result is exactly what ``query --json`` prints."""
+    started = time.perf_counter()
+    now = _local_now(req)
+    gate, text, time_only = resolve_gate(req, now)
+    terms = engine.tokenizer(text)
+    with engine.lock:
+        if gate is not None and (time_only or not terms):
+            hits, gate = _window_listing(engine, req, gate)
+            embedding_used = False
+        else:
+            hits, gate, embedding_used = _ranked(engine, req, gate, text, terms, now, vectors)
+    return {
+        "q": req.q,
+        "hits": hits,
+        "time_range": gate.as_dict() if gate else None,
+        "time_range_source": gate.source if gate else None,
+        "widened": bool(gate and gate.widened),
+        "query_terms": terms,
+        "embedding_used": embedding_used,
+        "generation": engine.generation,
+        "took_ms": round((time.perf_counter() - started) * 1000.0, 3),
+    }
+
+
+def _passes(req: QueryRequest, entry: Entry) -> bool:
+    if entry.kind not in req.kinds:
+        return False
+    if req.paths and not glob_match(entry.path, req.paths):
+        return False
+    return not req.tags or any(t in entry.tags for t in req.tags)
+
+
+def _window_listing(
+    engine: Engine, req: QueryRequest, gate: Gate
+) -> tuple[list[dict[str, object]], Gate]:
+    """A time-only question: the window's diary entries, newest first."""
+    steps = (0, *WIDEN_STEPS_DAYS)
+    for days in steps:
+        g = gate.widen(days) if days else gate
+        found = [
+            e for e in engine.window_entries(g.start, g.end) if g.contains(e) and _passes(req, e)
+        ]
+        if found or days == steps[-1]:
+            found.sort(key=lambda e: (e.date or "", e.time or "", e.line), reverse=True)
+            budget = _budget(found[: req.k], req.budget_tokens)
+            return [_hit(e, None, []) for e in budget], g
+    raise AssertionError("unreachable")
+
+
+def _ranked(
+    engine: Engine,
+    req: QueryRequest,
+    gate: Gate | None,
+    text: str,
+    terms: list[str],
+    now: datetime,
+    vectors: VectorSignal | None,
+) -> tuple[list[dict[str, object]], Gate | None, bool]:
+    slots, raw = engine.index.score(terms)
+    day, is_wiki, epoch = engine.slot_arrays()
+    keep = np.ones(slots.size, dtype=bool)
+    if "wiki" not in req.kinds:
+        keep &= ~is_wiki[slots]
+    if "diary" not in req.kinds:
+        keep &= is_wiki[slots]
+    if req.paths or req.tags:
+        keep &= np.fromiter((_passes(req, engine.slot_entry(s)) for s in slots), bool, slots.size)
+    slots, raw = slots[keep], raw[keep]
+    if gate is not None:
+        slots, raw, gate = _gate(engine, gate, slots, raw, day, is_wiki)
+    weights = _weights(engine, req)
+    cos, embedding_used = _vector_scores(engine, req, vectors, text, slots, weights)
+    fused = weights.bm25 * normalise_max(raw)
+    present = ~np.isnan(cos)
+    cos_norm = (
+        normalise_minmax(np.nan_to_num(cos), present) if embedding_used else np.zeros_like(raw)
+    )
+    fused += weights.vector * cos_norm
+    now_days = now.toordinal() - _EPOCH + (now.hour * 60 + now.minute) / 1440.0
+    half_life = req.half_life_days or engine.config.half_life_days
+    rec = recency(now_days - epoch[slots], half_life) if slots.size else np.zeros(0)
+    fused += weights.recency * rec
+    ids = [engine.slot_entry(s).id for s in slots]
+    order = top_k(fused, req.k, ids)
+    hits: list[dict[str, object]] = []
+    seen: set[str] = set()
+    for j in order:
+        entry = engine.slot_entry(int(slots[j]))
+        matched = engine.index.matched_terms(int(slots[j]), terms)
+        hit = _hit(entry, float(fused[j]), matched)
+        if req.explain:
+            hit["explain"] = {
+                "bm25_raw": float(raw[j]),
+                "bm25_norm": float(normalise_max(raw)[j]),
+                "cosine": None if np.isnan(cos[j]) else float(cos[j]),
+                "cosine_norm": float(cos_norm[j]),
+                "recency": float(rec[j]),
+                "half_life_days": half_life,
+                "weights": weights.as_dict(),
+                "matched_terms": matched,
+                "time_gate": gate.as_dict() if gate else None,
+                "via": None,
+            }
+        hits.append(hit)
+        seen.add(entry.id)
+    if req.expand_links:
+        hits = _expand(engine, req, hits, seen, terms)
+    costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
+    return hits[: budget_cut(costs, req.budget_tokens)], gate, embedding_used
+
+
+def _gate(
+    engine: Engine,
+    gate: Gate,
+    slots: I64,
+    raw: F64,
+    day: npt.NDArray[np.int32],
+    is_wiki: npt.NDArray[np.bool_],
+) -> tuple[I64, F64, Gate]:
+    """Keep wiki items and the diary entries inside the window; widen an empty window."""
+    steps = (0, *WIDEN_STEPS_DAYS)
+    for days in steps:
+        g = gate.widen(days) if days else gate
+        d = day[slots]
+        inside = (d >= g.start.toordinal()) & (d <= g.end.toordinal())
+        if g.start_time and g.start == g.end and not g.widened:
+            inside &= np.fromiter(
+                (g.contains(engine.slot_entry(s)) for s in slots), bool, slots.size
+            )
+        if inside.any() or days == steps[-1]:
+            keep = is_wiki[slots] | inside
+            return slots[keep], raw[keep], g
+    raise AssertionError("unreachable")
+
+
+def _weights(engine: Engine, req: QueryRequest) -> Weights:
+    c = engine.config
+    w = {"bm25": c.weight_bm25, "vector": c.weight_vector, "recency": c.weight_recency}
+    w.update(req.weights or {})
+    return Weights(w["bm25"], w["vector"], w["recency"])
+
+
+def _vector_scores(
+    engine: Engine,
+    req: QueryRequest,
+    vectors: VectorSignal | None,
+    text: str,
+    slots: I64,
+    weights: Weights,
+) -> tuple[F64, bool]:
+    nan = np.full(slots.size, np.nan)
+    if vectors is None or weights.vector <= 0 or not text.strip():
+        return nan, False
+    hashes = [engine.slot_entry(s).hash for s in slots]
+    found = vectors.cosines(text, hashes, max(50, req.k * 5))
+    if found is None:
+        return nan, False
+    return np.array([found.get(h, np.nan) for h in hashes], dtype=np.float64), True
+
+
+def _hit(entry: Entry, score: float | None, matched: list[str]) -> dict[str, object]:
+    return {
+        "id": entry.id,
+        "kind": entry.kind,
+        "path": entry.path,
+        "heading": entry.heading,
+        "line": entry.line,
+        "date": entry.date,
+        "time": entry.time,
+        "ts": entry.ts,
+        "owner": entry.owner,
+        "source": entry.source,
+        "tags": list(entry.tags),
+        "text": entry.text,
+        "score": score,
+        "matched_terms": matched,
+    }
+
+
+def _expand(
+    engine: Engine,
+    req: QueryRequest,
+    hits: list[dict[str, object]],
+    seen: set[str],
+    terms: list[str],
+) -> list[dict[str, object]]:
+    """After each hit, the entries its links point at (one hop, each entry once)."""
+    out: list[dict[str, object]] = []
+    for hit in hits:
+        out.append(hit)
+        for link in engine.entries[str(hit["id"])].links:
+            targets = [t for t in engine.resolve(link) if t.id not in seen and _passes(req, t)]
+            if not targets:
+                continue
+            best = _best_for(engine, targets, terms)
+            seen.add(best.id)
+            linked = _hit(
+                best, None, engine.index.matched_terms(engine.index.slot(best.id) or 0, terms)
+            )
+            linked["via"] = hit["id"]
+            if req.explain:
+                linked["explain"] = {"via": hit["id"], "link": link.target}
+            out.append(linked)
+    return out
+
+
+def _best_for(engine: Engine, targets: list[Entry], terms: list[str]) -> Entry:
+    """Of a linked note's entries, the one sharing most query terms (the first on a tie)."""
+
+    def shared(e: Entry) -> int:
+        slot = engine.index.slot(e.id)
+        return len(engine.index.matched_terms(slot, terms)) if slot is not None else 0
+
+    return max(targets, key=shared)
+
+
+def _budget(entries: list[Entry], budget_tokens: int | None) -> list[Entry]:
+    costs = [estimate_tokens(f"{e.heading}\n{e.text}") for e in entries]
+    return entries[: budget_cut(costs, budget_tokens)]

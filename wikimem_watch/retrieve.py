@@ -1,0 +1,99 @@
+"""Ranking arithmetic: signal normalisation, recency decay, fusion, top-k and the token budget.
+
+Pure functions over numpy arrays of per-candidate scores; the engine gathers the signals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """Weights of the fused score. BM25 is never switched off (a zero weight is refused)."""
+
+    bm25: float = 1.0
+    vector: float = 0.0
+    recency: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"bm25": self.bm25, "vector": self.vector, "recency": self.recency}
+
+
+def normalise_max(raw: F64) -> F64:
+    """Scale positive scores into (0, 1] by the best one.
+
+    Unlike min-max this never sends the weakest real match to zero, and one candidate or a
+    set of equal scores all get 1.0 instead of a division by zero.
+    """
+    if raw.size == 0:
+        return raw.copy()
+    hi = float(raw.max())
+    return raw / hi if hi > 0.0 else np.zeros_like(raw)
+
+
+def normalise_minmax(raw: F64, present: npt.NDArray[np.bool_] | None = None) -> F64:
+    """Min-max over the candidates that have the signal, into [0.1, 1]; absent ones get 0.
+
+    The 0.1 floor keeps a weak but real match above a candidate that lacks the signal; ties
+    and a single candidate map to 1.0.
+    """
+    out = np.zeros_like(raw)
+    mask = np.ones(raw.shape, dtype=bool) if present is None else present
+    if not mask.any():
+        return out
+    vals = raw[mask]
+    lo, hi = float(vals.min()), float(vals.max())
+    out[mask] = 1.0 if hi - lo < 1e-12 else 0.1 + 0.9 * (vals - lo) / (hi - lo)
+    return out
+
+
+def recency(age_days: F64, half_life_days: float) -> F64:
+    """``exp(-Δt/τ)`` with τ chosen so the factor halves every ``half_life_days``.
+
+    Unknown times (NaN) get 0: an item without a time neither gains nor decays. Future
+    times count as age 0.
+    """
+    tau = half_life_days / math.log(2.0)
+    out = np.exp(-np.clip(age_days, 0.0, None) / tau)
+    return np.where(np.isnan(age_days), 0.0, out)
+
+
+def top_k(scores: F64, k: int, tiebreak: Sequence[str] | None = None) -> I64:
+    """Indices of the ``k`` best scores, best first; ties broken by ``tiebreak`` keys (stable)."""
+    n = scores.size
+    if n == 0 or k <= 0:
+        return np.empty(0, dtype=np.int64)
+    if k < n:
+        # Take a margin so that ties at the boundary are resolved deterministically below.
+        part = np.argpartition(-scores, k - 1)[:k]
+        cut = float(scores[part].min())
+        idx = np.flatnonzero(scores >= cut)
+    else:
+        idx = np.arange(n)
+    if tiebreak is None:
+        order = np.lexsort((idx, -scores[idx]))
+    else:
+        keys = [tiebreak[i] for i in idx]
+        order = np.array(sorted(range(idx.size), key=lambda j: (-scores[idx[j]], keys[j])))
+    return idx[order][:k].astype(np.int64)
+
+
+def budget_cut(costs: Sequence[int], budget_tokens: int | None) -> int:
+    """How many items (a prefix) fit the budget; the first is always kept."""
+    if budget_tokens is None:
+        return len(costs)
+    used = 0
+    for i, cost in enumerate(costs):
+        if i > 0 and used + cost > budget_tokens:
+            return i
+        used += cost
+    return len(costs)

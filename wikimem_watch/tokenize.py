@@ -1,0 +1,143 @@
+"""Text → index terms. Pure and deterministic; the same function serves documents and queries.
+
+Latin words are NFKC-normalised, lower-cased and accent-folded; CJK ideograph, kana and
+Hangul runs become overlapping character bigrams (a lone character stays a unigram), which
+needs no dictionary and matches both "火锅" and "吃火锅". Stop words and stemming are
+switchable so the benchmark can measure them (ADR-0002 records the defaults and why).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+# Runs of letters/digits, or runs of one East-Asian script. Order matters: CJK first.
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+_KANA = r"\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+_HANGUL = r"\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+_TOKEN = re.compile(
+    rf"(?P<cjk>[{_CJK}]+)|(?P<kana>[{_KANA}]+)|(?P<hangul>[{_HANGUL}]+)"
+    rf"|(?P<word>[^\W_{_CJK}{_KANA}{_HANGUL}]+(?:'[^\W_{_CJK}{_KANA}{_HANGUL}]+)*)"
+)
+
+# A small English stop list: function words only. Content words such as "time", "day" or
+# "new" stay searchable. Chosen by measurement on the LoCoMo dev set (ADR-0002).
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can could did didn't do does doesn't doing don't
+    down during each few for from further had hadn't has hasn't have haven't having he he'd
+    he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if
+    in into is isn't it it's its itself just let's me more most my myself no nor not of off
+    on once only or other ought our ours ourselves out over own same she she'd she'll she's
+    should so some such than that that's the their theirs them themselves then there there's
+    these they they'd they'll they're they've this those through to too under until up very
+    was wasn't we we'd we'll we're we've were weren't what what's when when's where where's
+    which while who who's whom why why's will with won't would you you'd you'll you're
+    you've your yours yourself yourselves s t""".split()
+)
+
+
+def _fold(word: str) -> str:
+    """Lower-case and strip accents: "Café" → "cafe". NFKC already unified width forms."""
+    word = word.lower()
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFD", word)
+    stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", stripped)
+
+
+@lru_cache(maxsize=65536)
+def light_stem(word: str) -> str:
+    """A conservative English suffix stripper: plurals, -ing, -ed. Never touches short words.
+
+    Chosen over a full Porter/Snowball stemmer because it is measured as good on the benchmark
+    (ADR-0002) and its output stays readable in `matched_terms`.
+    """
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("sses"):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    if word.endswith("ing") and len(word) > 5:
+        return _undouble(word[:-3])
+    if word.endswith("ed") and len(word) > 4:
+        return _undouble(word[:-2])
+    return word
+
+
+def _undouble(stem: str) -> str:
+    if len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+        return stem[:-1]
+    return stem
+
+
+def _bigrams(run: str) -> Iterable[str]:
+    if len(run) == 1:
+        return (run,)
+    return (run[i : i + 2] for i in range(len(run) - 1))
+
+
+class Tokenizer:
+    """Configured tokenizer: ``tokenize(text) -> list[str]``.
+
+    ``stop_words`` drops English function words; ``stem`` applies :func:`light_stem`;
+    ``segmenter`` (e.g. jieba's ``lcut``) replaces CJK bigrams with dictionary words.
+    """
+
+    def __init__(
+        self,
+        *,
+        stop_words: frozenset[str] | None = STOP_WORDS,
+        stem: bool = True,
+        segmenter: Callable[[str], list[str]] | None = None,
+    ) -> None:
+        self.stop_words = stop_words or frozenset()
+        self.stem = stem
+        self.segmenter = segmenter
+
+    def __call__(self, text: str) -> list[str]:
+        return self.tokenize(text)
+
+    def tokenize(self, text: str) -> list[str]:
+        out: list[str] = []
+        text = unicodedata.normalize("NFKC", text)
+        for m in _TOKEN.finditer(text):
+            word = m.group("word")
+            if word is not None:
+                word = _fold(word)
+                if word in self.stop_words:
+                    continue
+                out.append(light_stem(word) if self.stem else word)
+            elif m.group("cjk") is not None and self.segmenter is not None:
+                out.extend(w for w in self.segmenter(m.group()) if w.strip())
+            else:
+                out.extend(_bigrams(m.group()))
+        return out
+
+    def describe(self) -> dict[str, object]:
+        """What changes the terms; part of anything that caches tokens."""
+        return {
+            "stop_words": len(self.stop_words),
+            "stem": self.stem,
+            "segmenter": getattr(self.segmenter, "__module__", None) if self.segmenter else None,
+        }
+
+
+DEFAULT_TOKENIZER = Tokenizer()
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokenize with the default settings (stop words on, light stemming on)."""
+    return DEFAULT_TOKENIZER.tokenize(text)
+
+
+def estimate_tokens(text: str) -> int:
+    """A model-agnostic token estimate for budgets: ~4 Latin chars or 1 CJK char per token."""
+    cjk = sum(1 for c in text if "\u3000" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af")
+    return cjk + (len(text) - cjk + 3) // 4
