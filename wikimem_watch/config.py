@@ -24,7 +24,7 @@ class Config:
     include: tuple[str, ...] = ("*",)
     exclude: tuple[str, ...] = ()
     k1: float = 1.2
-    b: float = 0.75
+    b: float = 0.4
     stop_words: bool = True
     stem: bool = True
     jieba: bool = False

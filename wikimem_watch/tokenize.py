@@ -13,6 +13,8 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
+import Stemmer
+
 # Runs of letters/digits, or runs of one East-Asian script. Order matters: CJK first.
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 _KANA = r"\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
@@ -49,32 +51,13 @@ def _fold(word: str) -> str:
     return unicodedata.normalize("NFC", stripped)
 
 
-@lru_cache(maxsize=65536)
-def light_stem(word: str) -> str:
-    """A conservative English suffix stripper: plurals, -ing, -ed. Never touches short words.
-
-    Chosen over a full Porter/Snowball stemmer because it is measured as good on the benchmark
-    (ADR-0002) and its output stays readable in `matched_terms`.
-    """
-    if len(word) <= 3 or not word.isascii() or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("sses"):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    if word.endswith("ing") and len(word) > 5:
-        return _undouble(word[:-3])
-    if word.endswith("ed") and len(word) > 4:
-        return _undouble(word[:-2])
-    return word
+_STEMMER = Stemmer.Stemmer("english")
 
 
-def _undouble(stem: str) -> str:
-    if len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
-        return stem[:-1]
-    return stem
+@lru_cache(maxsize=1 << 17)
+def stem(word: str) -> str:
+    """English Snowball stem of an ASCII word ("running" → "run"); other words unchanged."""
+    return _STEMMER.stemWord(word) if word.isascii() else word
 
 
 def _bigrams(run: str) -> Iterable[str]:
@@ -86,7 +69,7 @@ def _bigrams(run: str) -> Iterable[str]:
 class Tokenizer:
     """Configured tokenizer: ``tokenize(text) -> list[str]``.
 
-    ``stop_words`` drops English function words; ``stem`` applies :func:`light_stem`;
+    ``stop_words`` drops English function words; ``stem`` applies Snowball English stemming;
     ``segmenter`` (e.g. jieba's ``lcut``) replaces CJK bigrams with dictionary words.
     """
 
@@ -113,7 +96,7 @@ class Tokenizer:
                 word = _fold(word)
                 if word in self.stop_words:
                     continue
-                out.append(light_stem(word) if self.stem else word)
+                out.append(stem(word) if self.stem else word)
             elif m.group("cjk") is not None and self.segmenter is not None:
                 out.extend(w for w in self.segmenter(m.group()) if w.strip())
             else:
@@ -133,7 +116,7 @@ DEFAULT_TOKENIZER = Tokenizer()
 
 
 def tokenize(text: str) -> list[str]:
-    """Tokenize with the default settings (stop words on, light stemming on)."""
+    """Tokenize with the default settings (stop words on, stemming on)."""
     return DEFAULT_TOKENIZER.tokenize(text)
 
 
