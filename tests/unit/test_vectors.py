@@ -1,0 +1,392 @@
+"""The vector cache and its sync: incremental, content-addressed, tolerant, atomic."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from wikimem_watch.embedders import EmbedError, HashEmbedder
+from wikimem_watch.vector_files import KEYS_FILE, atomic_write
+from wikimem_watch.vector_sync import REBUILD_MARKER, VectorSync, embedding_text
+from wikimem_watch.vectors import VectorCache
+
+Matrix = npt.NDArray[np.float32]
+
+
+class CountingEmbedder(HashEmbedder):
+    """HashEmbedder that records every embed_documents call (and can fail or block)."""
+
+    def __init__(self, fail_after: int | None = None, gate: threading.Event | None = None) -> None:
+        super().__init__(dim=64, max_chars=200)
+        self.calls: list[list[str]] = []
+        self.fail_after = fail_after
+        self.gate = gate
+        self.entered = threading.Event()
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        self.entered.set()
+        if self.gate is not None:
+            assert self.gate.wait(5)
+        if self.fail_after is not None and len(self.calls) >= self.fail_after:
+            raise EmbedError("endpoint down (test)")
+        self.calls.append(list(texts))
+        return super().embed_documents(texts)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def vault(n: int, salt: str = "") -> dict[str, str]:
+    texts = [f"entry {i}{salt}: notes about topic {i % 7} and the cat number {i}" for i in range(n)]
+    return {content_hash(t): t for t in texts}
+
+
+def open_cache(path: Path, embedder: HashEmbedder, **kw: int | float) -> VectorCache:
+    cache = VectorCache(path, embedder.fingerprint, **kw)  # type: ignore[arg-type]
+    cache.load()
+    return cache
+
+
+def files(path: Path, pattern: str = "*") -> list[str]:
+    return sorted(p.name for p in path.glob(pattern))
+
+
+def test_round_trip_search_finds_the_same_hits_after_reload(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    entries = vault(20)
+    cache = open_cache(tmp_path, emb)
+    assert VectorSync(emb, cache).sync(entries) == 20
+    query = emb.embed_query("entry 3: notes about topic 3 and the cat number 3")
+    before = cache.search(query, None, 5)
+    reloaded = open_cache(tmp_path, emb)
+    assert reloaded.state == "ready" and reloaded.stats()["hashes"] == 20
+    assert reloaded.search(query, None, 5) == before
+    assert before[0][0] == content_hash("entry 3: notes about topic 3 and the cat number 3")
+
+
+def test_restart_over_unchanged_data_makes_zero_embed_calls(tmp_path: Path) -> None:
+    entries = vault(30)
+    first = CountingEmbedder()
+    VectorSync(first, open_cache(tmp_path, first)).sync(entries)
+    second = CountingEmbedder()
+    assert VectorSync(second, open_cache(tmp_path, second)).sync(entries) == 0
+    assert second.calls == []
+
+
+def test_rename_keeps_hashes_so_it_costs_zero_calls(tmp_path: Path) -> None:
+    # The cache is keyed by content hash: the same texts under new paths map to the same keys.
+    old_paths = {f"wiki/a{i}.md#x": t for i, t in enumerate(vault(10).values())}
+    new_paths = {f"moved/b{i}.md#x": t for i, t in enumerate(vault(10).values())}
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path, emb)
+    VectorSync(emb, cache).sync({content_hash(t): t for t in old_paths.values()})
+    emb.calls.clear()
+    VectorSync(emb, open_cache(tmp_path, emb)).sync(
+        {content_hash(t): t for t in new_paths.values()}
+    )
+    assert emb.calls == []
+
+
+def test_one_changed_entry_is_one_call_and_one_small_segment(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    entries = vault(500)
+    cache = open_cache(tmp_path, emb)
+    VectorSync(emb, cache).sync(entries)
+    cache.compact(entries)  # a compacted base, no segments
+    base_bytes = (tmp_path / "vectors-000001.npy").stat().st_size
+    assert files(tmp_path, "seg-*") == []
+
+    edited = dict(entries)
+    old = next(iter(edited))
+    del edited[old]
+    edited[content_hash("an edited entry")] = "an edited entry"
+    emb.calls.clear()
+    sync = VectorSync(emb, open_cache(tmp_path, emb))
+    assert sync.sync(edited) == 1
+    assert emb.calls == [["an edited entry"]]
+    segments = files(tmp_path, "seg-*")
+    assert len(segments) == 2  # one .npy and its .keys.jsonl
+    written = sum((tmp_path / name).stat().st_size for name in segments)
+    assert written * 20 < base_bytes  # O(changed rows), not the whole matrix
+    assert sync.cache.has(content_hash("an edited entry"))
+
+
+def test_long_entry_gets_one_vector_per_chunk_and_the_best_chunk_counts(tmp_path: Path) -> None:
+    emb = CountingEmbedder()  # max_chars=200
+    taxes = (
+        "Taxes: file the return before April, keep receipts, ask the accountant about deductions."
+    )
+    long_text = "Gardening notes: tomatoes need sun and water every day. " * 6 + "\n\n" + taxes
+    entries = {content_hash(long_text): long_text, **vault(5)}
+    cache = open_cache(tmp_path, emb)
+    VectorSync(emb, cache).sync(entries)
+    assert cache.stats()["rows"] == 5 + 3
+    query = emb.embed_query("taxes return accountant deductions")
+    hits = cache.search(query, None, 1)
+    whole = float(HashEmbedder(64, 10_000).embed_query(long_text) @ query)
+    chunks = emb.embed_documents([taxes]) @ query
+    assert hits[0][0] == content_hash(long_text)
+    assert hits[0][1] == pytest.approx(float(chunks[0]), abs=1e-6) and hits[0][1] > whole
+
+
+def test_search_is_restricted_to_the_given_hashes_and_cosines_match(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    entries = vault(12)
+    cache = open_cache(tmp_path, emb)
+    VectorSync(emb, cache).sync(entries)
+    allowed = list(entries)[5:8]
+    query = emb.embed_query("the cat number 1")
+    hits = cache.search(query, allowed + ["unknown-hash"], 10)
+    assert {h for h, _ in hits} == set(allowed)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    cos = cache.cosines(query, [*allowed, "unknown-hash"])
+    assert set(cos) == set(allowed)
+    assert all(cos[h] == pytest.approx(s, abs=1e-6) for h, s in hits)
+    assert cache.search(query, [], 5) == [] and cache.search(query, None, 0) == []
+
+
+def test_corrupt_keys_line_drops_only_that_segment(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    first, second = vault(5, "a"), vault(5, "b")
+    cache = open_cache(tmp_path, emb)
+    sync = VectorSync(emb, cache)
+    sync.sync(first)
+    seg_a = set(files(tmp_path, "seg-*.keys.jsonl"))
+    sync.sync({**first, **second})
+    (seg_b,) = set(files(tmp_path, "seg-*.keys.jsonl")) - seg_a
+    path = tmp_path / seg_b
+    lines = path.read_text().splitlines()
+    lines[2] = '{"hash": "broken'
+    path.write_text("\n".join(lines) + "\n")
+
+    reloaded = open_cache(tmp_path, emb)
+    assert reloaded.state == "ready"
+    assert reloaded.missing({**first, **second}) == list(second)
+    assert any(seg_b in d for d in reloaded.stats()["dropped"])  # type: ignore[attr-defined]
+    emb.calls.clear()
+    VectorSync(emb, reloaded).sync({**first, **second})
+    assert sorted(emb.calls[0]) == sorted(second.values())  # only the torn part is redone
+
+
+@pytest.mark.parametrize("damage", ["truncate_npy", "delete_npy", "drop_key_line", "bad_header"])
+def test_torn_state_is_treated_as_missing_never_fatal(tmp_path: Path, damage: str) -> None:
+    emb = CountingEmbedder()
+    entries = vault(8)
+    VectorSync(emb, open_cache(tmp_path, emb)).sync(entries)
+    (keys,) = files(tmp_path, "seg-*.keys.jsonl")
+    npy = tmp_path / keys.replace(".keys.jsonl", ".npy")
+    if damage == "truncate_npy":
+        npy.write_bytes(npy.read_bytes()[:200])
+    elif damage == "delete_npy":
+        npy.unlink()
+    elif damage == "drop_key_line":  # row-count mismatch between keys and matrix
+        lines = (tmp_path / keys).read_text().splitlines()
+        (tmp_path / keys).write_text("\n".join(lines[:-1]) + "\n")
+    else:
+        (tmp_path / keys).write_text("not json\n")
+    reloaded = open_cache(tmp_path, emb)
+    assert reloaded.state == "ready"
+    assert reloaded.missing(entries) == list(entries)
+    assert len(reloaded.stats()["dropped"]) == 1  # type: ignore[arg-type]
+
+
+def test_npy_whose_rows_disagree_with_its_header_is_dropped(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    entries = vault(4)
+    cache = open_cache(tmp_path, emb)
+    VectorSync(emb, cache).sync(entries)
+    cache.compact(entries)
+    npy = tmp_path / "vectors-000001.npy"
+    fewer = np.zeros((3, 64), dtype=np.float32)
+    np.save(npy, fewer)
+    header, *rows = (tmp_path / KEYS_FILE).read_text().splitlines()
+    fields = json.loads(header)
+    fields["sha256"] = hashlib.sha256(npy.read_bytes()).hexdigest()  # checksum fine, rows not
+    (tmp_path / KEYS_FILE).write_text("\n".join([json.dumps(fields), *rows]) + "\n")
+    reloaded = open_cache(tmp_path, emb)
+    assert reloaded.state == "ready" and reloaded.stats()["hashes"] == 0
+    assert "shape" in str(reloaded.stats()["dropped"])
+
+
+def test_fingerprint_mismatch_turns_vectors_off_and_never_re_embeds(tmp_path: Path) -> None:
+    old = CountingEmbedder()
+    entries = vault(6)
+    VectorSync(old, open_cache(tmp_path, old)).sync(entries)
+    new = HashEmbedder(dim=32)
+    counting_new = CountingEmbedder()
+    counting_new._dim = 32  # same class, another dim: another fingerprint
+    cache = open_cache(tmp_path, new)
+    assert cache.state == "mismatch" and not cache.usable
+    assert cache.search(new.embed_query("cat"), None, 3) == []
+    sync = VectorSync(counting_new, cache)
+    assert sync.sync(entries) == 0 and counting_new.calls == []
+    with pytest.raises(EmbedError, match="rebuild"):
+        cache.add({"h": np.ones((1, 32), dtype=np.float32)})
+    assert len(files(tmp_path, "seg-*")) == 2  # the other model's files are left alone
+
+
+def test_rebuild_replaces_mismatched_vectors(tmp_path: Path) -> None:
+    VectorSync(HashEmbedder(dim=16), open_cache(tmp_path, HashEmbedder(dim=16))).sync(vault(4))
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path, emb)
+    assert cache.state == "mismatch"
+    assert VectorSync(emb, cache).sync(vault(4), rebuild=True) == 4
+    assert cache.state == "ready" and open_cache(tmp_path, emb).stats()["hashes"] == 4
+    assert not (tmp_path / REBUILD_MARKER).exists()
+
+
+def test_interrupted_rebuild_resumes_and_keeps_written_segments(tmp_path: Path) -> None:
+    entries = vault(40)
+    VectorSync(HashEmbedder(), open_cache(tmp_path, HashEmbedder())).sync(entries)
+    flaky = CountingEmbedder(fail_after=2)
+    sync = VectorSync(flaky, open_cache(tmp_path, flaky), batch_size=10, flush_rows=1)
+    with pytest.raises(EmbedError):
+        sync.sync(entries, rebuild=True)
+    assert sync.cache.state == "error" and sync.last_error == "endpoint down (test)"
+    assert (tmp_path / REBUILD_MARKER).exists()
+    again = CountingEmbedder()
+    resumed = VectorSync(again, open_cache(tmp_path, again), batch_size=10)
+    assert resumed.cache.stats()["hashes"] == 20  # the two flushed batches survived
+    assert resumed.sync(entries, rebuild=True) == 20
+    assert sum(len(c) for c in again.calls) == 20
+    assert not (tmp_path / REBUILD_MARKER).exists()
+
+
+def test_compaction_keeps_exactly_the_live_rows(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    entries = vault(30)
+    cache = open_cache(tmp_path, emb)
+    sync = VectorSync(emb, cache, batch_size=5, flush_rows=5)
+    sync.sync(entries)
+    assert len(files(tmp_path, "seg-*.npy")) == 6
+    live = list(entries)[::2]
+    cache.compact(live)
+    assert files(tmp_path, "seg-*") == []
+    assert files(tmp_path, "vectors*") == ["vectors-000001.npy", KEYS_FILE]
+    reloaded = open_cache(tmp_path, emb)
+    assert reloaded.missing(entries) == list(entries)[1::2]
+    assert reloaded.stats()["rows"] == reloaded.stats()["disk_rows"] == 15
+    query = emb.embed_query(entries[live[3]])
+    assert reloaded.search(query, None, 1)[0][0] == live[3]
+    reloaded.compact(live[:2])
+    assert files(tmp_path, "vectors*") == ["vectors-000002.npy", KEYS_FILE]
+
+
+def test_sync_compacts_by_itself_when_segments_pile_up(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path, emb, max_segments=3)
+    sync = VectorSync(emb, cache)
+    entries: dict[str, str] = {}
+    for i in range(5):
+        entries[content_hash(f"edit {i}")] = f"edit {i}"
+        sync.sync(entries)
+    assert len(files(tmp_path, "seg-*.npy")) <= 3
+    assert open_cache(tmp_path, emb).missing(entries) == []
+
+
+def test_two_machines_write_distinct_segment_names_and_both_load(tmp_path: Path) -> None:
+    a, b = CountingEmbedder(), CountingEmbedder()
+    VectorSync(a, open_cache(tmp_path, a)).sync(vault(3, "on laptop"))
+    VectorSync(b, open_cache(tmp_path / "elsewhere", b)).sync(vault(3, "on desktop"))
+    for p in (tmp_path / "elsewhere").glob("seg-*"):
+        os.replace(p, tmp_path / p.name)  # the sync tool delivers the other machine's files
+    assert len(files(tmp_path, "seg-*.npy")) == 2
+    both = open_cache(tmp_path, a)
+    assert both.missing({**vault(3, "on laptop"), **vault(3, "on desktop")}) == []
+
+
+def test_writes_are_atomic_and_leave_no_temp_files(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    entries = vault(10)
+    cache = open_cache(tmp_path / "cache", emb)
+    VectorSync(emb, cache).sync(entries)
+    cache.compact(entries)
+    names = files(tmp_path / "cache", "*") + files(tmp_path / "cache", ".*")
+    assert not [n for n in names if n.endswith(".tmp")]
+    assert (tmp_path / "cache" / ".gitignore").read_text() == "*\n"
+
+
+def test_a_failed_atomic_write_leaves_the_old_file_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "f.json"
+    atomic_write(target, b"old")
+
+    def crash(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_background_sync_does_not_block_queries(tmp_path: Path) -> None:
+    gate = threading.Event()
+    emb = CountingEmbedder(gate=gate)
+    entries = vault(10)
+    cache = open_cache(tmp_path, HashEmbedder(dim=64, max_chars=200))
+    cache.add({h: HashEmbedder(64, 200).embed_documents([t]) for h, t in list(entries.items())[:5]})
+    sync = VectorSync(emb, cache)
+    sync.start_background(entries)
+    assert emb.entered.wait(5)
+    assert sync.pending == 5 and cache.state == "embedding"
+    hits = cache.search(HashEmbedder().embed_query("cat"), None, 3)  # while embedding is stuck
+    assert len(hits) == 3
+    gate.set()
+    assert sync.wait_idle(5)
+    assert sync.pending == 0 and cache.state == "ready" and cache.missing(entries) == []
+    sync.stop()
+
+
+def test_background_sync_failure_is_reported_not_raised(tmp_path: Path) -> None:
+    emb = CountingEmbedder(fail_after=0)
+    cache = open_cache(tmp_path, emb)
+    sync = VectorSync(emb, cache)
+    sync.start_background(vault(3))
+    assert sync.wait_idle(5)
+    assert cache.state == "error" and sync.last_error == "endpoint down (test)"
+    assert cache.stats()["last_error"] == "endpoint down (test)"
+    sync.stop()
+
+
+def test_progress_callback_reports_done_and_total(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    seen: list[tuple[int, int]] = []
+    sync = VectorSync(
+        emb, open_cache(tmp_path, emb), batch_size=4, on_progress=lambda d, t: seen.append((d, t))
+    )
+    sync.sync(vault(10))
+    assert seen == [(4, 10), (8, 10), (10, 10)]
+
+
+def test_embedding_text_is_heading_then_text() -> None:
+    assert embedding_text("09:30", "coffee") == "09:30\ncoffee"
+    assert embedding_text("", "coffee") == "coffee"
+
+
+def test_missing_cache_dir_loads_empty_and_is_created_on_first_write(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path / "a" / "b", emb)
+    assert cache.state == "ready" and not cache.usable
+    assert not (tmp_path / "a").exists()
+    VectorSync(emb, cache).sync(vault(2))
+    assert (tmp_path / "a" / "b" / ".gitignore").exists()
+
+
+def test_query_of_another_dim_is_a_clear_error(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path, emb)
+    VectorSync(emb, cache).sync(vault(2))
+    with pytest.raises(EmbedError, match="dim 8"):
+        cache.search(np.ones(8, dtype=np.float32), None, 1)

@@ -1,0 +1,204 @@
+"""Filling the vector cache: embed only the hashes it lacks, in the foreground or on a thread.
+
+``VectorSync`` owns the embedding *work* (batching, chunking, periodic flushes, the background
+thread, progress, the resumable rebuild marker); ``VectorCache`` owns the files and the
+search. Queries never wait for a sync: embedding runs outside the cache lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wikimem_watch.embedders import Embedder, EmbedError, chunk_text
+from wikimem_watch.vector_files import atomic_write
+from wikimem_watch.vectors import VectorCache
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatMatrix = npt.NDArray[np.float32]
+
+__all__ = ["REBUILD_MARKER", "VectorSync", "embedding_text"]
+
+log = logging.getLogger(__name__)
+
+REBUILD_MARKER = "vectors.rebuild.json"  # present while a rebuild is partway: re-issuing resumes
+ProgressFn = Callable[[int, int], None]  # (done, total)
+
+
+def embedding_text(heading: str, text: str) -> str:
+    """What to embed for an entry: heading and text, exactly what ``Entry.hash`` covers."""
+    return f"{heading}\n{text}" if heading else text
+
+
+class VectorSync:
+    """Embeds the hashes a cache lacks, in batches, in the foreground or on one thread.
+
+    ``sync`` flushes a segment every ``flush_rows`` rows or ``flush_s`` seconds, so an
+    interrupted run keeps its work. Queries never wait for it: embedding happens outside
+    the cache lock, which is only held to append rows.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        cache: VectorCache,
+        *,
+        batch_size: int = 32,
+        flush_rows: int = 1024,
+        flush_s: float = 10.0,
+        on_progress: ProgressFn | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.cache = cache
+        self.batch_size = batch_size
+        self.flush_rows = flush_rows
+        self.flush_s = flush_s
+        self.on_progress = on_progress
+        self.pending = 0
+        self.last_error: str | None = None
+        self._run_lock = threading.Lock()
+        self._wake = threading.Condition()
+        self._target: tuple[dict[str, str], bool] | None = None
+        self._busy = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sync(self, entries: Mapping[str, str], *, rebuild: bool = False) -> int:
+        """Embed the missing ``entries`` (hash → text); returns how many were embedded.
+
+        ``rebuild`` drops every vector file first, unless a rebuild with this fingerprint
+        was interrupted, which resumes instead. A "mismatch" cache makes no calls.
+        Raises EmbedError when the embedder fails (what was embedded is kept).
+        """
+        with self._run_lock:
+            cache = self.cache
+            marker = cache.cache_dir / REBUILD_MARKER
+            if rebuild and not _marker_matches(marker, cache.fingerprint):
+                cache.clear()
+                cache.ensure_dir()
+                atomic_write(marker, json.dumps(cache.fingerprint).encode())
+            todo = [] if cache.state == "mismatch" else cache.missing(entries)
+            self.pending = len(todo)
+            if not todo:
+                with contextlib.suppress(FileNotFoundError):
+                    marker.unlink()
+                return 0
+            cache.state = "embedding"
+            done = 0
+            buffer: dict[str, FloatMatrix] = {}
+            flushed_at = time.monotonic()
+            try:
+                for i in range(0, len(todo), self.batch_size):
+                    if self._stop.is_set():
+                        break
+                    batch = todo[i : i + self.batch_size]
+                    buffer.update(self._embed(batch, entries))
+                    done += len(batch)
+                    self.pending = len(todo) - done
+                    if (
+                        len(buffer) >= self.flush_rows
+                        or time.monotonic() - flushed_at >= self.flush_s
+                    ):
+                        cache.add(buffer)
+                        buffer, flushed_at = {}, time.monotonic()
+                    if self.on_progress is not None:
+                        self.on_progress(done, len(todo))
+            except EmbedError as exc:
+                self.last_error = cache.last_error = exc.message
+                cache.state = "error"
+                raise
+            finally:
+                cache.add(buffer)
+            cache.state = "ready"
+            self.last_error = None
+            if done == len(todo):
+                with contextlib.suppress(FileNotFoundError):
+                    marker.unlink()
+            if cache.needs_compaction(entries.keys()):
+                cache.compact(entries.keys())
+            return done
+
+    def _embed(self, batch: list[str], entries: Mapping[str, str]) -> dict[str, FloatMatrix]:
+        chunks = [chunk_text(entries[h], self.embedder.max_chars) for h in batch]
+        flat = [c for cs in chunks for c in cs]
+        vectors = self.embedder.embed_documents(flat)
+        if vectors.shape[0] != len(flat):
+            raise EmbedError(
+                f"{self.embedder.name} returned {vectors.shape[0]} vectors for {len(flat)} texts"
+            )
+        out: dict[str, FloatMatrix] = {}
+        row = 0
+        for h, cs in zip(batch, chunks, strict=True):
+            out[h] = vectors[row : row + len(cs)]
+            row += len(cs)
+        return out
+
+    # -- background ------------------------------------------------------------------------
+
+    def start_background(self, entries: Mapping[str, str], *, rebuild: bool = False) -> None:
+        """Queue ``entries`` for the background thread (started on first use); returns at once.
+
+        A newer call replaces a queued one that has not started: the latest vault wins.
+        """
+        with self._wake:
+            self._target = (dict(entries), rebuild)
+            if self.cache.state != "mismatch":
+                self.pending = len(self.cache.missing(entries))
+            if self._thread is None or not self._thread.is_alive():
+                self._stop.clear()
+                self._thread = threading.Thread(
+                    target=self._run, name="wikimem-vector-sync", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify_all()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._wake:
+                while self._target is None and not self._stop.is_set():
+                    self._wake.wait()
+                if self._target is None:
+                    return
+                (entries, rebuild), self._target = self._target, None
+                self._busy = True
+            try:
+                self.sync(entries, rebuild=rebuild)
+            except EmbedError as exc:
+                log.warning("embedding stopped: %s (BM25 keeps serving)", exc.message)
+            except Exception as exc:  # a bug must not leave the state "embedding" forever
+                self.last_error = self.cache.last_error = f"{type(exc).__name__}: {exc}"
+                self.cache.state = "error"
+                log.exception("embedding stopped: %s", self.last_error)
+            finally:
+                with self._wake:
+                    self._busy = False
+                    self._wake.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Block until no work is queued or running; False on timeout (for tests and CLI)."""
+        with self._wake:
+            return self._wake.wait_for(lambda: self._target is None and not self._busy, timeout_s)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Finish the current batch, flush it, and end the thread."""
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+
+def _marker_matches(marker: Path, fingerprint: Mapping[str, object]) -> bool:
+    try:
+        return bool(json.loads(marker.read_text(encoding="utf-8")) == fingerprint)
+    except (OSError, ValueError):
+        return False
