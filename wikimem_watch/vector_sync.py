@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     FloatMatrix = npt.NDArray[np.float32]
 
-__all__ = ["REBUILD_MARKER", "VectorSync", "embedding_text"]
+__all__ = ["REBUILD_MARKER", "VectorService", "VectorSync", "embedding_text"]
 
 log = logging.getLogger(__name__)
 
@@ -202,3 +202,64 @@ def _marker_matches(marker: Path, fingerprint: Mapping[str, object]) -> bool:
         return bool(json.loads(marker.read_text(encoding="utf-8")) == fingerprint)
     except (OSError, ValueError):
         return False
+
+
+class VectorService:
+    """Embedder + cache + background sync behind one small face for the engine and query path.
+
+    ``cosines`` matches ``query.VectorSignal``: None whenever vectors cannot be used (cache
+    off or mismatched, query embedding failed), warned once per cause, so ranking silently
+    degrades to BM25. Query vectors are memoised (an HTTP model costs per call).
+    """
+
+    def __init__(self, embedder: Embedder, cache_dir: Path, *, batch_size: int = 32) -> None:
+        self.embedder = embedder
+        self.cache = VectorCache(cache_dir, embedder.fingerprint)
+        self.sync = VectorSync(embedder, self.cache, batch_size=batch_size)
+        self._queries: dict[str, FloatMatrix] = {}
+        self._warned: set[str] = set()
+
+    def open(self) -> None:
+        """Load the cache (tolerant; never raises for torn files)."""
+        self.cache.load()
+        if self.cache.state == "mismatch":
+            self._warn_once(
+                "mismatch", "vector cache is for another model: BM25 only until `embed`"
+            )
+
+    def update(self, entries: Mapping[str, str], *, rebuild: bool = False) -> None:
+        """Queue the live entries (hash → text) for background embedding; returns at once."""
+        self.sync.start_background(entries, rebuild=rebuild)
+
+    def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float] | None:
+        """Best-chunk cosine for ``hashes`` plus the ``limit`` nearest cached hashes."""
+        if not self.cache.usable:
+            return None
+        try:
+            query = self._queries.get(text)
+            if query is None:
+                query = self.embedder.embed_query(text)
+                if len(self._queries) >= 256:
+                    self._queries.pop(next(iter(self._queries)))
+                self._queries[text] = query
+            found = dict(self.cache.search(query, None, limit))
+            found.update(self.cache.cosines(query, hashes))
+        except EmbedError as exc:
+            self._warn_once(type(exc).__name__, f"query embedding failed, BM25 only: {exc.message}")
+            return None
+        return found
+
+    def status(self) -> dict[str, object]:
+        """Cache stats plus the sync's pending count; for the daemon's ``status``."""
+        stats = self.cache.stats()
+        stats.update(embedder=self.embedder.name, pending=self.sync.pending)
+        stats["last_error"] = self.sync.last_error or stats["last_error"]
+        return stats
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        self.sync.stop(timeout_s)
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("%s", message)

@@ -15,7 +15,7 @@ import pytest
 
 from wikimem_watch.embedders import EmbedError, HashEmbedder
 from wikimem_watch.vector_files import KEYS_FILE, atomic_write
-from wikimem_watch.vector_sync import REBUILD_MARKER, VectorSync, embedding_text
+from wikimem_watch.vector_sync import REBUILD_MARKER, VectorService, VectorSync, embedding_text
 from wikimem_watch.vectors import VectorCache
 
 Matrix = npt.NDArray[np.float32]
@@ -390,3 +390,31 @@ def test_query_of_another_dim_is_a_clear_error(tmp_path: Path) -> None:
     VectorSync(emb, cache).sync(vault(2))
     with pytest.raises(EmbedError, match="dim 8"):
         cache.search(np.ones(8, dtype=np.float32), None, 1)
+
+
+def test_vector_service_answers_cosines_for_candidates_and_nearest(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    service = VectorService(emb, tmp_path)
+    service.open()
+    entries = vault(10)
+    assert service.cosines("cat", list(entries), 3) is None  # nothing embedded yet
+    service.update(entries)
+    assert service.sync.wait_idle(5)
+    hashes = list(entries)
+    found = service.cosines("entry 7: notes about topic 0 and the cat number 7", hashes[:2], 1)
+    assert found is not None and set(found) == {*hashes[:2], hashes[7]}
+    assert service.status()["pending"] == 0 and service.status()["hashes"] == 10
+    service.close()
+
+
+def test_vector_service_degrades_to_none_when_the_query_cannot_be_embedded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    emb = CountingEmbedder()
+    service = VectorService(emb, tmp_path)
+    service.open()
+    service.sync.sync(vault(3))
+    emb.fail_after = 0
+    emb.embed_query = lambda text: emb.embed_documents([text])[0]  # type: ignore[method-assign]
+    assert service.cosines("a", [], 1) is None and service.cosines("b", [], 1) is None
+    assert sum("BM25 only" in r.message for r in caplog.records) == 1
