@@ -63,7 +63,7 @@ def parse_meta(body: str) -> dict[str, str] | None:
 
 
 def parse_link(inner: str, embed: bool) -> Link | None:
-    """The inside of ``[[…]]``: ``file:name``, ``Note``, ``Note#Heading``, ``Note#Heading|alias``."""
+    """The inside of ``[[…]]``: ``file:name``, ``Note``, ``Note#Heading``, ``Note#Head|alias``."""
     target, _, alias = inner.partition("|")
     target = target.strip()
     if not target:

@@ -82,7 +82,7 @@ def top_k(scores: F64, k: int, tiebreak: Sequence[str] | None = None) -> I64:
     if tiebreak is None:
         order = np.lexsort((idx, -scores[idx]))
     else:
-        keys = [tiebreak[i] for i in idx]
+        keys = [tiebreak[int(i)] for i in idx]
         order = np.array(sorted(range(idx.size), key=lambda j: (-scores[idx[j]], keys[j])))
     return idx[order][:k].astype(np.int64)
 

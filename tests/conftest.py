@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wikimem_watch.config import load_config
+from wikimem_watch.engine import Engine
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "vault_example"
+
+
+@pytest.fixture
+def example_vault(tmp_path: Path) -> Path:
+    """A private copy of vault_example/, safe to edit."""
+    dst = tmp_path / "vault"
+    shutil.copytree(EXAMPLE, dst)
+    return dst
+
+
+@pytest.fixture
+def example_engine() -> Engine:
+    """The example vault, scanned in-process (read-only use)."""
+    engine = Engine(load_config(EXAMPLE))
+    engine.scan()
+    return engine
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

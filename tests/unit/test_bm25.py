@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from wikimem_watch.bm25 import Bm25Index
+
+
+def naive_bm25(
+    docs: dict[str, list[str]], query: list[str], k1: float = 1.2, b: float = 0.75
+) -> dict[str, float]:
+    """A textbook BM25 (Lucene idf), written out loop by loop as the reference."""
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs.values()) / n if n else 0.0
+    out: dict[str, float] = {}
+    for key, tokens in docs.items():
+        counts = Counter(tokens)
+        score = 0.0
+        for term in dict.fromkeys(query):
+            tf = counts.get(term, 0)
+            if not tf:
+                continue
+            df = sum(1 for d in docs.values() if term in d)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(tokens) / avgdl))
+        if score > 0:
+            out[key] = score
+    return out
+
+
+def scores_by_key(index: Bm25Index, query: list[str]) -> dict[str, float]:
+    slots, scores = index.score(query)
+    return {str(index.key(int(s))): float(v) for s, v in zip(slots, scores, strict=True)}
+
+
+def assert_same(got: dict[str, float], want: dict[str, float]) -> None:
+    assert set(got) == set(want)
+    for key in want:
+        assert got[key] == pytest.approx(want[key], rel=1e-9)
+
+
+DOCS = {
+    "a": "the cat sat on the mat".split(),
+    "b": "the dog ate the cat food food".split(),
+    "c": "火锅 好吃 火锅".split(),
+    "d": "nothing in common here at all really".split(),
+}
+
+
+def test_scores_match_the_naive_reference() -> None:
+    index = Bm25Index(k1=1.2, b=0.75)
+    for key, tokens in DOCS.items():
+        index.upsert(key, tokens)
+    for query in (["cat"], ["cat", "food"], ["火锅"], ["missing"], ["cat", "cat"]):
+        assert_same(scores_by_key(index, query), naive_bm25(DOCS, query))
+
+
+def test_remove_and_replace_keep_statistics_exact() -> None:
+    index = Bm25Index()
+    for key, tokens in DOCS.items():
+        index.upsert(key, tokens)
+    index.remove("b")
+    index.upsert("a", "a cat again".split())
+    docs = {**DOCS, "a": "a cat again".split()}
+    del docs["b"]
+    # Before and after the flush that drops dead postings, scores are identical.
+    assert_same(scores_by_key(index, ["cat", "the"]), naive_bm25(docs, ["cat", "the"]))
+    index.flush()
+    assert_same(scores_by_key(index, ["cat", "the"]), naive_bm25(docs, ["cat", "the"]))
+    assert len(index) == 3
+    assert index.avg_doc_len == pytest.approx(sum(map(len, docs.values())) / 3)
+
+
+def test_freed_slots_are_reused_without_stale_postings() -> None:
+    index = Bm25Index()
+    index.upsert("x", ["alpha"])
+    index.remove("x")
+    index.flush()
+    index.upsert("y", ["beta"])
+    assert scores_by_key(index, ["alpha"]) == {}
+    assert set(scores_by_key(index, ["beta"])) == {"y"}
+
+
+def test_empty_index_and_empty_query_score_nothing() -> None:
+    index = Bm25Index()
+    slots, scores = index.score(["x"])
+    assert slots.size == 0 and scores.size == 0
+    index.upsert("a", ["x"])
+    assert index.score([])[0].size == 0
+
+
+def test_matched_terms_follow_query_order() -> None:
+    index = Bm25Index()
+    slot = index.upsert("a", ["cat", "mat", "sat"])
+    assert index.matched_terms(slot, ["sat", "dog", "cat", "sat"]) == ["sat", "cat"]
+
+
+def test_removing_an_unknown_key_is_false() -> None:
+    assert Bm25Index().remove("nope") is False
+
+
+def test_index_grows_past_its_initial_capacity() -> None:
+    index = Bm25Index()
+    for i in range(3000):
+        index.upsert(f"d{i}", ["common", f"t{i}"])
+    slots, scores = index.score(["t2999"])
+    assert [index.key(int(s)) for s in slots] == ["d2999"]
+    assert np.all(scores > 0)

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write
+from wikimem_watch.config import load_config
+from wikimem_watch.engine import Engine
+from wikimem_watch.errors import NotFound
+from wikimem_watch.models import Link
+
+
+def fresh(root: Path) -> Engine:
+    engine = Engine(load_config(root))
+    engine.scan()
+    return engine
+
+
+def test_example_vault_special_cases(example_engine: Engine) -> None:
+    same_minute = [e for e in example_engine.entries_on("2026-11-14") if e.time == "19:30"]
+    assert len(same_minute) == 2
+    assert len(example_engine.entries_on("2026-10-25")) == 1
+    assert any(e.time is None for e in example_engine.entries_on("2026-11-08"))
+    snippets = [e.heading for e in example_engine.entries_of("notes/Snippets.md")]
+    assert "08:15" not in snippets and len(snippets) >= 3
+    assert example_engine.skipped == {}
+
+
+def test_dot_folders_and_non_markdown_are_ignored(example_vault: Path) -> None:
+    write(example_vault, ".obsidian/x.md", "## a\nhidden\n")
+    write(example_vault, ".trash/old.md", "## a\nhidden\n")
+    write(example_vault, "notes/pic.txt", "text")
+    engine = fresh(example_vault)
+    assert not any(p.startswith((".obsidian", ".trash")) for p in engine.files)
+    assert "notes/pic.txt" not in engine.files
+
+
+def test_unchanged_file_costs_nothing_and_changes_bump_generation(example_vault: Path) -> None:
+    engine = fresh(example_vault)
+    gen = engine.generation
+    stats = engine.apply(["wiki/people.md"])
+    assert stats.unchanged == 1 and engine.generation == gen
+    path = example_vault / "wiki/people.md"
+    path.write_text(
+        path.read_text(encoding="utf-8") + "\n## 新朋友\n刚认识的朋友\n", encoding="utf-8"
+    )
+    stats = engine.apply(["wiki/people.md"])
+    assert stats.changed == ["wiki/people.md"] and engine.generation == gen + 1
+
+
+def test_incremental_edits_equal_a_fresh_scan(example_vault: Path) -> None:
+    engine = fresh(example_vault)
+    write(example_vault, "diary/2026-11-29.md", "# 2026-11-29\n\n## 10:00\nnew day\n")
+    (example_vault / "wiki/health.md").unlink()
+    os.rename(example_vault / "notes/Snippets.md", example_vault / "notes/Code.md")
+    engine.apply(["diary/2026-11-29.md", "wiki/health.md", "notes/Snippets.md", "notes/Code.md"])
+    again = fresh(example_vault)
+    assert engine.digest() == again.digest()
+    assert engine.file_digests() == again.file_digests()
+
+
+def test_bad_files_are_skipped_and_reported_not_fatal(example_vault: Path) -> None:
+    (example_vault / "notes/binary.md").write_bytes(b"\x00\x01\x02 not text")
+    (example_vault / "notes/latin1.md").write_bytes("## café\ncaf\xe9 au lait\n".encode("latin-1"))
+    engine = fresh(example_vault)
+    assert "binary" in engine.skipped["notes/binary.md"]
+    assert "notes/latin1.md" in engine.files
+    assert any("UTF-8" in w for w in engine.warnings()["notes/latin1.md"])
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file_is_skipped_with_reason(example_vault: Path) -> None:
+    path = write(example_vault, "notes/secret.md", "## a\nx\n")
+    path.chmod(0)
+    engine = fresh(example_vault)
+    assert engine.skipped["notes/secret.md"] == "permission denied"
+
+
+def test_links_resolve_by_name_heading_and_wikimem_form(example_engine: Engine) -> None:
+    people = example_engine.resolve(Link("people", "小周", style="obsidian"))
+    assert [e.heading for e in people] == ["小周"]
+    whole = example_engine.resolve(Link("file", "people", style="wikimem"))
+    assert {e.path for e in whole} == {"wiki/people.md"}
+    assert example_engine.resolve(Link("cover.png", embed=True)) == []
+    unresolved = {u["target"] for u in example_engine.unresolved_links()}
+    assert "cover.png" in unresolved
+
+
+def test_backlinks_name_the_linking_entries(example_engine: Engine) -> None:
+    sources = {e.path for e, _ in example_engine.backlinks("notes/Hangzhou trip.md")}
+    assert "notes/Reading list.md" in sources
+    with pytest.raises(NotFound):
+        example_engine.backlinks("nope.md")
+
+
+def test_day_counts_and_window(example_engine: Engine) -> None:
+    counts = dict(example_engine.day_counts("2026-11-14", "2026-11-14"))
+    assert counts == {"2026-11-14": 4}
+    from datetime import date
+
+    entries = example_engine.window_entries(date(2026, 11, 14), date(2026, 11, 15))
+    assert {e.date for e in entries} == {"2026-11-14", "2026-11-15"}
+
+
+def test_include_exclude_globs(example_vault: Path) -> None:
+    engine = Engine(load_config(example_vault, {"exclude": "notes/*"}))
+    engine.scan()
+    assert not any(p.startswith("notes/") for p in engine.files)
+    only = Engine(load_config(example_vault, {"include": "wiki/*"}))
+    only.scan()
+    assert set(only.files) and all(p.startswith("wiki/") for p in only.files)

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+from wikimem_watch.parse import diary_date, parse_link, parse_meta, parse_note
+
+DAY = """# 2026-11-03
+
+## 08:15
+
+Breakfast with 小周. #food
+
+<!-- wikimem: owner=user:lin | source=conv_1 | ts=2026-11-03T08:15:00+08:00 -->
+
+## 08:15
+
+A second entry in the same minute.
+
+## 晚饭后
+
+Walked by the river.
+"""
+
+
+def test_diary_sections_become_entries_with_date_and_time() -> None:
+    entries = parse_note("diary/2026-11-03.md", DAY).entries
+    assert [(e.date, e.time, e.line) for e in entries] == [
+        ("2026-11-03", "08:15", 3),
+        ("2026-11-03", "08:15", 9),
+        ("2026-11-03", None, 13),
+    ]
+    assert all(e.kind == "diary" for e in entries)
+
+
+def test_two_entries_of_the_same_minute_stay_two_with_distinct_ids() -> None:
+    first, second, _ = parse_note("diary/2026-11-03.md", DAY).entries
+    assert first.id != second.id
+    assert first.hash != second.hash
+
+
+def test_metadata_comment_is_parsed_and_removed_from_text() -> None:
+    entry = parse_note("diary/2026-11-03.md", DAY).entries[0]
+    assert (entry.owner, entry.source, entry.ts) == (
+        "user:lin",
+        "conv_1",
+        "2026-11-03T08:15:00+08:00",
+    )
+    assert "wikimem" not in entry.text
+    assert entry.tags == ("food",)
+
+
+def test_metadata_comment_before_the_text_and_last_one_wins() -> None:
+    text = "## a\n<!-- wikimem: owner=x | extra=1 -->\nbody\n<!-- wikimem: owner=y -->\n"
+    entry = parse_note("wiki/t.md", text).entries[0]
+    assert entry.owner == "y"
+    assert dict(entry.meta) == {"owner": "y", "extra": "1"}
+    assert entry.text == "body"
+
+
+def test_malformed_metadata_comment_stays_plain_text() -> None:
+    entry = parse_note("wiki/t.md", "## a\nbody\n<!-- wikimem: nonsense here -->\n").entries[0]
+    assert entry.owner is None
+    assert "nonsense" in entry.text
+    assert parse_meta("owner=a | oops") is None
+
+
+def test_heading_inside_code_fence_is_not_a_section() -> None:
+    text = "# N\n\n## real\n\n```md\n## fake\n```\n\n## also real\nx\n"
+    assert [e.heading for e in parse_note("notes/n.md", text).entries] == ["real", "also real"]
+
+
+def test_deeper_headings_stay_inside_their_section() -> None:
+    text = "## top\nintro\n### sub\ndetail\n## next\nx\n"
+    first = parse_note("wiki/t.md", text).entries[0]
+    assert "### sub" in first.text and "detail" in first.text
+
+
+def test_day_file_without_sections_is_one_entry() -> None:
+    entries = parse_note("diary/2026-10-25.md", "# 2026-10-25\n\nJust prose.\n\nMore.\n").entries
+    assert len(entries) == 1
+    assert (entries[0].date, entries[0].time, entries[0].line) == ("2026-10-25", None, 3)
+
+
+def test_note_without_sections_is_one_item_named_after_its_title() -> None:
+    entries = parse_note("notes/Idea.md", "# Big idea\n\nSome words.\n").entries
+    assert [(e.heading, e.kind) for e in entries] == [("Big idea", "wiki")]
+    untitled = parse_note("notes/Idea.md", "Some words.\n").entries
+    assert untitled[0].heading == "Idea"
+
+
+def test_front_matter_is_metadata_not_text() -> None:
+    text = (
+        "---\ntags: [books, 2026]\naliases: Books\ntitle: Reading\n---\n"
+        "# R\n\nPreamble.\n\n## Dune\nGood.\n"
+    )
+    pre, dune = parse_note("notes/r.md", text).entries
+    assert pre.heading == "Reading" and pre.text == "Preamble."
+    assert "tags" not in pre.text and "books" not in dune.text
+    assert dune.tags == ("books", "2026") and dune.aliases == ("Books",)
+    assert dune.line == 10
+
+
+def test_bad_front_matter_is_skipped_with_a_warning() -> None:
+    parsed = parse_note("notes/x.md", "---\ntags: [unclosed\n---\n## a\nbody\n")
+    assert parsed.entries[0].text == "body"
+    assert any("YAML" in w for w in parsed.warnings)
+
+
+def test_links_of_both_styles_are_found() -> None:
+    text = "## a\nsee [[people:小周]], [[Note#Head|alias]] and ![[img.png]] and [[Plain]]\n"
+    links = parse_note("wiki/t.md", text).entries[0].links
+    assert [(x.target, x.heading, x.alias, x.embed, x.style) for x in links] == [
+        ("people", "小周", None, False, "wikimem"),
+        ("Note", "Head", "alias", False, "obsidian"),
+        ("img.png", None, None, True, "obsidian"),
+        ("Plain", None, None, False, "obsidian"),
+    ]
+    assert parse_link("  ", False) is None
+
+
+def test_inline_tags_ignore_headings_code_and_numbers() -> None:
+    text = "## a\n#running and #猫 but not `#code` or #123 or a#b\n"
+    assert parse_note("wiki/t.md", text).entries[0].tags == ("running", "猫")
+
+
+def test_diary_file_with_invalid_date_is_a_note_with_a_warning() -> None:
+    parsed = parse_note("diary/2026-02-30.md", "## 08:00\nx\n")
+    assert parsed.entries[0].kind == "wiki"
+    assert parsed.warnings
+    assert diary_date("diary/2026-02-28.md") == "2026-02-28"
+    assert diary_date("notes/2026-02-28.md") is None
+
+
+def test_crlf_and_bom_are_tolerated() -> None:
+    entries = parse_note("wiki/t.md", "\ufeff## a\r\nbody\r\n").entries
+    assert (entries[0].heading, entries[0].text) == ("a", "body")
+
+
+def test_ids_are_stable_across_reparse() -> None:
+    a = parse_note("diary/2026-11-03.md", DAY).entries
+    b = parse_note("diary/2026-11-03.md", DAY).entries
+    assert [e.id for e in a] == [e.id for e in b]

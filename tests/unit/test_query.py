@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write
+from wikimem_watch.config import load_config
+from wikimem_watch.engine import Engine
+from wikimem_watch.errors import BadRequest
+from wikimem_watch.query import run_query
+from wikimem_watch.request import QueryRequest
+
+NOW = "2026-11-29T10:00:00"
+
+
+def ask(engine: Engine, **fields: object) -> dict[str, object]:
+    fields.setdefault("now", NOW)
+    return run_query(engine, QueryRequest.from_dict(fields))
+
+
+def hits(result: dict[str, object]) -> list[dict[str, object]]:
+    value = result["hits"]
+    assert isinstance(value, list)
+    return value
+
+
+def test_hot_pot_finds_the_hot_pot_entries(example_engine: Engine) -> None:
+    found = hits(ask(example_engine, q="火锅", k=5, expand_links=False))
+    assert len(found) == 5
+    assert all("火锅" in str(h["text"]) for h in found)
+    assert all("火锅" in h["matched_terms"] for h in found)  # type: ignore[operator]
+
+
+def test_same_minute_entries_are_two_hits(example_engine: Engine) -> None:
+    found = hits(ask(example_engine, q="年糕 肥牛 火锅 鸳鸯锅", k=20, expand_links=False))
+    same = [h for h in found if h["date"] == "2026-11-14" and h["time"] == "19:30"]
+    assert len(same) == 2 and same[0]["id"] != same[1]["id"]
+
+
+def test_hits_carry_location_and_metadata(example_engine: Engine) -> None:
+    hit = hits(ask(example_engine, q="half marathon race number", k=1))[0]
+    assert hit["path"] == "diary/2026-11-20.md" and hit["heading"] == "21:00"
+    assert isinstance(hit["line"], int) and hit["line"] > 1
+    assert hit["owner"] == "user:lin" and hit["source"] == "conv_20261120"
+
+
+def test_kinds_paths_and_tags_filter(example_engine: Engine) -> None:
+    wiki = hits(ask(example_engine, q="火锅", kinds=["wiki"], expand_links=False))
+    assert wiki and all(h["kind"] == "wiki" for h in wiki)
+    notes = hits(ask(example_engine, q="杭州", paths=["notes/"], expand_links=False))
+    assert notes and all(str(h["path"]).startswith("notes/") for h in notes)
+    glob = hits(ask(example_engine, q="杭州", paths=["diary/2026-11-0*"], expand_links=False))
+    assert glob and all(str(h["path"]).startswith("diary/2026-11-0") for h in glob)
+    tagged = hits(ask(example_engine, q="run", tags=["#running"], expand_links=False))
+    assert tagged and all("running" in h["tags"] for h in tagged)  # type: ignore[operator]
+
+
+def test_explicit_time_range_gates_diary_but_not_wiki(example_engine: Engine) -> None:
+    result = ask(
+        example_engine, q="火锅", time_range=["2026-11-14", "2026-11-14"], k=20, expand_links=False
+    )
+    found = hits(result)
+    diary = [h for h in found if h["kind"] == "diary"]
+    assert diary and all(h["date"] == "2026-11-14" for h in diary)
+    assert any(h["kind"] == "wiki" for h in found)
+    assert result["time_range_source"] == "explicit" and result["widened"] is False
+
+
+def test_empty_window_widens_and_says_so(example_engine: Engine) -> None:
+    result = ask(example_engine, q="火锅", time_range="2026-11-13..2026-11-13", kinds=["diary"])
+    assert result["widened"] is True
+    gate = result["time_range"]
+    assert isinstance(gate, dict) and gate["start"] == "2026-11-12"
+
+
+def test_time_only_question_lists_the_window_newest_first(example_engine: Engine) -> None:
+    result = ask(example_engine, q="11月14号发生了什么")
+    found = hits(result)
+    assert result["time_range_source"] == "parsed"
+    assert [h["date"] for h in found] == ["2026-11-14"] * 4
+    assert [h["time"] for h in found] == sorted((h["time"] for h in found), reverse=True)
+
+
+def test_parsed_time_words_are_not_scored(example_engine: Engine) -> None:
+    result = ask(example_engine, q="昨天 火锅", now="2026-11-15T09:00:00")
+    assert "昨天" not in result["query_terms"]  # type: ignore[operator]
+    diary = [h for h in hits(result) if h["kind"] == "diary"]
+    assert diary and all(h["date"] == "2026-11-14" for h in diary)
+    off = ask(example_engine, q="昨天 火锅", parse_time=False)
+    assert off["time_range"] is None
+
+
+def test_link_expansion_adds_linked_entries_after_their_hit(example_engine: Engine) -> None:
+    found = hits(ask(example_engine, q="Zhou Piranesi", k=3))
+    vias = [h for h in found if h.get("via")]
+    assert vias, "a hit linking [[people#小周|Zhou]] should bring the linked section"
+    parent = next(i for i, h in enumerate(found) if h["id"] == vias[0]["via"])
+    assert found.index(vias[0]) > parent
+    plain = hits(ask(example_engine, q="Zhou Piranesi", k=3, expand_links=False))
+    assert not any(h.get("via") for h in plain)
+
+
+def test_budget_keeps_a_prefix_and_always_the_first(example_engine: Engine) -> None:
+    full = hits(ask(example_engine, q="火锅", k=10, expand_links=False))
+    cut = hits(ask(example_engine, q="火锅", k=10, expand_links=False, budget_tokens=60))
+    assert 1 <= len(cut) < len(full)
+    assert [h["id"] for h in cut] == [h["id"] for h in full[: len(cut)]]
+    one = hits(ask(example_engine, q="火锅", k=10, expand_links=False, budget_tokens=1))
+    assert len(one) == 1
+
+
+def test_explain_reports_each_signal(example_engine: Engine) -> None:
+    hit = hits(ask(example_engine, q="dentist", k=1, explain=True))[0]
+    explain = hit["explain"]
+    assert isinstance(explain, dict)
+    assert explain["bm25_raw"] > 0 and explain["bm25_norm"] == 1.0
+    assert set(explain["weights"]) == {"bm25", "vector", "recency"}
+    assert explain["matched_terms"] == ["dentist"]
+
+
+def test_recency_weight_prefers_newer_entries(tmp_path: Path) -> None:
+    write(tmp_path, "diary/2026-01-01.md", "## 10:00\nsame words here\n")
+    write(tmp_path, "diary/2026-11-01.md", "## 10:00\nsame words here\n")
+    engine = Engine(load_config(tmp_path))
+    engine.scan()
+    tie = hits(ask(engine, q="same words", weights={"recency": 0}, expand_links=False))
+    assert tie[0]["score"] == tie[1]["score"]
+    newer = hits(ask(engine, q="same words", weights={"recency": 0.2}, expand_links=False))
+    assert newer[0]["date"] == "2026-11-01"
+    assert float(newer[0]["score"]) > float(newer[1]["score"])  # type: ignore[arg-type]
+
+
+def test_weak_match_is_not_zeroed_by_normalisation(example_engine: Engine) -> None:
+    found = hits(ask(example_engine, q="火锅 dentist", k=50, expand_links=False))
+    assert all(float(h["score"]) > 0 for h in found)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"k": 10}, '"q"'),
+        ({"q": "x", "k": 0}, "k:"),
+        ({"q": "x", "time_range": ["2026-13-01", "2026-01-02"]}, "time_range"),
+        ({"q": "x", "time_range": ["2026-02-02", "2026-01-01"]}, "after"),
+        ({"q": "x", "kinds": ["notes"]}, "kinds"),
+        ({"q": "x", "weights": {"bm25": 0}}, "never switched off"),
+        ({"q": "x", "bogus": 1}, "unknown"),
+        ({"q": "x", "now": "yesterday"}, "now"),
+    ],
+)
+def test_bad_requests_name_the_field(fields: dict[str, object], needle: str) -> None:
+    with pytest.raises(BadRequest, match=needle):
+        QueryRequest.from_dict(fields)
+
+
+def test_unknown_time_zone_is_a_bad_request(example_engine: Engine) -> None:
+    with pytest.raises(BadRequest, match="time zone"):
+        ask(example_engine, q="x", tz="Mars/Olympus")
+
+
+def test_time_range_expression_is_explicit(example_engine: Engine) -> None:
+    result = ask(example_engine, q="dentist", time_range="上个月")
+    assert result["time_range_source"] == "explicit"
+    gate = result["time_range"]
+    assert isinstance(gate, dict) and (gate["start"], gate["end"]) == ("2026-10-01", "2026-10-31")
+    with pytest.raises(BadRequest):
+        ask(example_engine, q="dentist", time_range="whenever")
