@@ -1,0 +1,69 @@
+"""parse_time_range never raises, and every window it returns is well formed."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wikimem_watch.timeparse import parse_time_range
+
+# Fragments that sit near the parser's edges: time words, their look-alikes, numbers.
+WORDS = (
+    "昨天 今天 前天 大前天 明天 后天 昨晚 今晚 今早 早上 下午 晚上 凌晨 中午 天 前 后 周 星期 礼拜 "
+    "上 上上 下 这 本 个 月 年 日 号 末 一 二 两 三 十 十五 二十 以前 之前 以来 到 至 从 最近 马上 "
+    "月亮 月饼 吃了什么 发生了什么 2021 2023 2024-02-29 2023/05/08 5 12 29 31 13 99 "
+    "yesterday today tomorrow tonight last this next night morning evening week weekend month "
+    "year ago days weeks day the before after between and from to in on during since May may "
+    "March march Feb August Sept Monday Wednesday sunday school a three twenty-one , - ? 1st"
+).split()
+fragments = st.one_of(
+    st.sampled_from(WORDS),
+    st.text(alphabet="0123456789-/年月日号周天 ", max_size=6),
+    st.text(max_size=4),
+)
+texts = st.lists(fragments, max_size=12).flatmap(
+    lambda parts: st.sampled_from(["", " "]).map(lambda sep: sep.join(parts))
+)
+nows = st.datetimes(min_value=datetime(1910, 1, 1), max_value=datetime(2190, 12, 31))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=texts, now=nows)
+def test_parse_never_raises_and_windows_are_well_formed(text: str, now: datetime) -> None:
+    found = parse_time_range(text, now=now)
+    if found is None:
+        return
+    b, e = found.span
+    assert 0 <= b < e <= len(text)
+    assert found.start <= found.end
+    assert text[b:e] == found.matched
+    assert found.rest == text[:b] + text[e:]
+    assert (found.start_time is None) == (found.end_time is None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(day=st.dates(min_value=date(1900, 1, 1), max_value=date(2199, 12, 31)), now=nows)
+def test_iso_dates_round_trip(day: date, now: datetime) -> None:
+    found = parse_time_range(f"what happened on {day.isoformat()}?", now=now)
+    assert found is not None
+    assert (found.start, found.end, found.time_only) == (day, day, True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(now=nows, n=st.integers(min_value=1, max_value=400))
+def test_n_days_ago_is_that_one_day(now: datetime, n: int) -> None:
+    for text in (f"{n}天前", f"{n} days ago"):
+        found = parse_time_range(text, now=now)
+        assert found is not None
+        assert found.start == found.end == now.date() - timedelta(days=n)
+
+
+@settings(max_examples=200, deadline=None)
+@given(now=nows)
+def test_weeks_run_monday_to_sunday(now: datetime) -> None:
+    for text in ("上周", "this week", "2 weeks ago"):
+        found = parse_time_range(text, now=now)
+        assert found is not None
+        assert found.start.weekday() == 0 and found.end - found.start == timedelta(days=6)

@@ -1,0 +1,510 @@
+"""The zh/en time-expression fast path: exact windows, negatives, span/rest/time_only."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time
+
+import pytest
+
+from wikimem_watch.timeparse import TimeWindow, parse_date_pair, parse_time_range
+
+FRI = datetime(2026, 7, 24, 15, 0)  # the default reference: a Friday afternoon
+MON = datetime(2026, 7, 20, 9, 0)  # Monday: "this week" starts today
+SUN = datetime(2026, 7, 26, 20, 0)  # Sunday: "this week" ends today
+NEW_YEAR = datetime(2026, 1, 1, 0, 5)  # just after midnight, a Thursday: year/month/week edges
+LEAP = datetime(2024, 3, 1, 10, 0)  # the day after a leap day
+NON_LEAP = datetime(2025, 3, 1, 10, 0)  # a Saturday in a non-leap March
+
+MORNING, NOON = (time(6), time(12)), (time(11), time(14))
+AFTERNOON, EVENING, SMALL_HOURS = (time(12), time(18)), (time(18), time(23, 59)), (time(0), time(6))
+
+Row = tuple[str, str, datetime, str, str, tuple[time, time] | None]
+
+
+def _case(
+    case_id: str,
+    text: str,
+    start: str,
+    end: str | None = None,
+    times: tuple[time, time] | None = None,
+    now: datetime = FRI,
+) -> object:
+    return pytest.param(text, now, start, end or start, times, id=case_id)
+
+
+POSITIVE = [
+    # --- Chinese relative days and times of day (now: Friday 2026-07-24 15:00)
+    _case("zh-today", "今天", "2026-07-24"),
+    _case("zh-yesterday", "昨天", "2026-07-23"),
+    _case("zh-day-before-yesterday", "前天", "2026-07-22"),
+    _case("zh-three-days-back", "大前天", "2026-07-21"),
+    _case("zh-tomorrow", "明天", "2026-07-25"),
+    _case("zh-day-after-tomorrow", "后天", "2026-07-26"),
+    _case("zh-three-days-ahead", "大后天", "2026-07-27"),
+    _case("zh-yesterday-literary", "昨日", "2026-07-23"),
+    _case("zh-today-in-phrase", "今天的我很开心", "2026-07-24"),
+    _case("zh-last-night", "昨晚", "2026-07-23", times=EVENING),
+    _case("zh-last-night-literary", "昨夜", "2026-07-23", times=EVENING),
+    _case("zh-tonight", "今晚吃什么", "2026-07-24", times=EVENING),
+    _case("zh-this-morning-short", "今早", "2026-07-24", times=MORNING),
+    _case("zh-tomorrow-morning-short", "明早", "2026-07-25", times=MORNING),
+    _case("zh-this-morning", "今天早上", "2026-07-24", times=MORNING),
+    _case("zh-yesterday-forenoon", "昨天上午吃了什么", "2026-07-23", times=MORNING),
+    _case("zh-yesterday-noon", "昨天中午", "2026-07-23", times=NOON),
+    _case("zh-yesterday-afternoon", "昨天下午", "2026-07-23", times=AFTERNOON),
+    _case("zh-yesterday-evening", "昨天晚上", "2026-07-23", times=EVENING),
+    _case("zh-today-small-hours", "今天凌晨", "2026-07-24", times=SMALL_HOURS),
+    # --- Chinese "N units ago"
+    _case("zh-3-days-ago-cn", "三天前", "2026-07-21"),
+    _case("zh-3-days-ago-digit", "3天前", "2026-07-21"),
+    _case("zh-2-days-ago-liang", "两天前", "2026-07-22"),
+    _case("zh-1-day-ago", "一天前", "2026-07-23"),
+    _case("zh-15-days-ago", "十五天前", "2026-07-09"),
+    _case("zh-20-days-ago", "二十天前", "2026-07-04"),
+    _case("zh-23-days-ago", "二十三天前", "2026-07-01"),
+    _case("zh-30-days-ago-yiqian", "30天以前", "2026-06-24"),
+    _case("zh-1-week-ago", "1周前", "2026-07-13", "2026-07-19"),
+    _case("zh-2-weeks-ago", "两周前", "2026-07-06", "2026-07-12"),
+    _case("zh-3-xingqi-ago", "三个星期前", "2026-06-29", "2026-07-05"),
+    _case("zh-2-libai-ago", "两个礼拜前", "2026-07-06", "2026-07-12"),
+    _case("zh-3-months-ago", "3个月前", "2026-04-01", "2026-04-30"),
+    _case("zh-2-years-ago", "两年前", "2024-01-01", "2024-12-31"),
+    _case("zh-10-years-ago", "十年前", "2016-01-01", "2016-12-31"),
+    # --- Chinese weeks (Monday to Sunday)
+    _case("zh-last-week", "上周", "2026-07-13", "2026-07-19"),
+    _case("zh-last-week-gexingqi", "上个星期", "2026-07-13", "2026-07-19"),
+    _case("zh-last-week-libai", "上礼拜", "2026-07-13", "2026-07-19"),
+    _case("zh-last-week-gelibai", "上个礼拜", "2026-07-13", "2026-07-19"),
+    _case("zh-last-week-xingqi", "上星期", "2026-07-13", "2026-07-19"),
+    _case("zh-week-before-last", "上上周", "2026-07-06", "2026-07-12"),
+    _case("zh-this-week-ben", "本周", "2026-07-20", "2026-07-26"),
+    _case("zh-this-week-zhe", "这周", "2026-07-20", "2026-07-26"),
+    _case("zh-this-week-gexingqi", "这个星期", "2026-07-20", "2026-07-26"),
+    _case("zh-next-week", "下周", "2026-07-27", "2026-08-02"),
+    _case("zh-last-wednesday", "上周三吃了什么", "2026-07-15"),
+    _case("zh-this-monday-ben", "本周一", "2026-07-20"),
+    _case("zh-this-tuesday-zhe", "这周二", "2026-07-21"),
+    _case("zh-last-sunday-ri", "上周日", "2026-07-19"),
+    _case("zh-last-sunday-tian", "上个星期天", "2026-07-19"),
+    _case("zh-last-weekend", "上周末", "2026-07-18", "2026-07-19"),
+    _case("zh-this-weekend", "这周末", "2026-07-25", "2026-07-26"),
+    _case("zh-last-wednesday-evening", "上周三晚上", "2026-07-15", times=EVENING),
+    _case("zh-next-wednesday", "下周三", "2026-07-29"),
+    _case("zh-last-week-mon-to-wed", "上周一到周三", "2026-07-13", "2026-07-15"),
+    _case("zh-last-week-yigong-is-not-monday", "上周一共跑了三次", "2026-07-13", "2026-07-19"),
+    _case("zh-last-week-diary-is-not-sunday", "上周日记", "2026-07-13", "2026-07-19"),
+    # --- Chinese bare weekdays: the most recent one, today included
+    _case("zh-wednesday", "周三", "2026-07-22"),
+    _case("zh-friday-is-today", "周五", "2026-07-24"),
+    _case("zh-saturday-is-last", "周六", "2026-07-18"),
+    _case("zh-sunday-xingqitian", "星期天", "2026-07-19"),
+    _case("zh-sunday-zhouri", "周日", "2026-07-19"),
+    _case("zh-monday-libai", "礼拜一", "2026-07-20"),
+    _case("zh-wednesday-evening", "周三晚上", "2026-07-22", times=EVENING),
+    # --- Chinese months and years
+    _case("zh-last-month", "上个月", "2026-06-01", "2026-06-30"),
+    _case("zh-last-month-short", "上月", "2026-06-01", "2026-06-30"),
+    _case("zh-this-month", "这个月", "2026-07-01", "2026-07-31"),
+    _case("zh-this-month-ben", "本月", "2026-07-01", "2026-07-31"),
+    _case("zh-this-month-zhe", "这月", "2026-07-01", "2026-07-31"),
+    _case("zh-next-month", "下个月", "2026-08-01", "2026-08-31"),
+    _case("zh-month-before-last", "上上个月", "2026-05-01", "2026-05-31"),
+    _case("zh-last-month-15-hao", "上个月15号", "2026-06-15"),
+    _case("zh-last-month-15-ri", "上个月15日", "2026-06-15"),
+    _case("zh-this-month-3-hao", "本月3号", "2026-07-03"),
+    _case("zh-last-month-30-cn", "上个月三十号", "2026-06-30"),
+    _case("zh-last-year", "去年", "2025-01-01", "2025-12-31"),
+    _case("zh-this-year", "今年", "2026-01-01", "2026-12-31"),
+    _case("zh-year-before-last", "前年", "2024-01-01", "2024-12-31"),
+    _case("zh-three-years-back", "大前年", "2023-01-01", "2023-12-31"),
+    _case("zh-next-year", "明年", "2027-01-01", "2027-12-31"),
+    _case("zh-last-year-trip", "去年的旅行", "2025-01-01", "2025-12-31"),
+    # --- Chinese absolute dates
+    _case("zh-may-3-hao", "5月3号", "2026-05-03"),
+    _case("zh-may-3-ri", "5月3日", "2026-05-03"),
+    _case("zh-may-3-cn", "五月三日", "2026-05-03"),
+    _case("zh-dec-25-is-last-year", "12月25日", "2025-12-25"),
+    _case("zh-dec-25-cn", "十二月二十五号", "2025-12-25"),
+    _case("zh-month-day-today", "7月24日", "2026-07-24"),
+    _case("zh-month-day-tomorrow-is-last-year", "7月25日", "2025-07-25"),
+    _case("zh-feb-29-no-year", "2月29日", "2024-02-29"),
+    _case("zh-full-date", "2023年5月3日", "2023-05-03"),
+    _case("zh-full-date-hao", "2023年5月3号发生了什么", "2023-05-03"),
+    _case("zh-full-date-evening", "2023年5月3日晚上", "2023-05-03", times=EVENING),
+    _case("zh-year-month", "2023年5月", "2023-05-01", "2023-05-31"),
+    _case("zh-year", "2021年", "2021-01-01", "2021-12-31"),
+    _case("zh-leap-february", "2024年2月", "2024-02-01", "2024-02-29"),
+    _case("zh-plain-february", "2023年2月", "2023-02-01", "2023-02-28"),
+    _case("zh-leap-day", "2024年2月29日", "2024-02-29"),
+    _case("zh-range", "5月3日到5月5日", "2026-05-03", "2026-05-05"),
+    _case("zh-range-cong-bare-day", "从2023年5月3日到5日", "2023-05-03", "2023-05-05"),
+    # --- ISO dates
+    _case("iso-dash", "2023-05-08", "2023-05-08"),
+    _case("iso-slash", "2023/05/08", "2023-05-08"),
+    _case("iso-short", "2023-5-8", "2023-05-08"),
+    _case("iso-leap-day", "2024-02-29", "2024-02-29"),
+    _case("iso-in-zh-text", "日记2023-05-08的内容", "2023-05-08"),
+    _case("iso-range-to", "2023-08-11 to 2023-08-15", "2023-08-11", "2023-08-15"),
+    _case("iso-range-dao", "2023-08-11到2023-08-15", "2023-08-11", "2023-08-15"),
+    # --- English relative days and times of day
+    _case("en-today", "today", "2026-07-24"),
+    _case("en-yesterday", "yesterday", "2026-07-23"),
+    _case("en-yesterday-caps", "YESTERDAY", "2026-07-23"),
+    _case("en-yesterday-possessive", "yesterday's lunch", "2026-07-23"),
+    _case("en-tomorrow", "tomorrow", "2026-07-25"),
+    _case("en-day-before-yesterday", "the day before yesterday", "2026-07-22"),
+    _case("en-day-after-tomorrow", "day after tomorrow", "2026-07-26"),
+    _case("en-last-night", "last night", "2026-07-23", times=EVENING),
+    _case("en-tonight", "tonight", "2026-07-24", times=EVENING),
+    _case("en-this-morning", "what did I do this morning", "2026-07-24", times=MORNING),
+    _case("en-this-afternoon", "this afternoon", "2026-07-24", times=AFTERNOON),
+    _case("en-this-evening", "this evening", "2026-07-24", times=EVENING),
+    _case("en-yesterday-morning", "yesterday morning", "2026-07-23", times=MORNING),
+    _case("en-yesterday-afternoon", "yesterday afternoon", "2026-07-23", times=AFTERNOON),
+    _case("en-yesterday-evening", "yesterday evening", "2026-07-23", times=EVENING),
+    _case("en-question", "What did I eat yesterday?", "2026-07-23"),
+    # --- English "N units ago"
+    _case("en-3-days-ago", "3 days ago", "2026-07-21"),
+    _case("en-three-days-ago", "three days ago", "2026-07-21"),
+    _case("en-a-day-ago", "a day ago", "2026-07-23"),
+    _case("en-twenty-one-days-ago", "twenty-one days ago", "2026-07-03"),
+    _case("en-2-weeks-ago", "2 weeks ago", "2026-07-06", "2026-07-12"),
+    _case("en-a-week-ago", "a week ago", "2026-07-13", "2026-07-19"),
+    _case("en-two-months-ago", "two months ago", "2026-05-01", "2026-05-31"),
+    _case("en-one-year-ago", "one year ago", "2025-01-01", "2025-12-31"),
+    # --- English weeks, months, years, weekdays
+    _case("en-last-week", "last week", "2026-07-13", "2026-07-19"),
+    _case("en-this-week", "this week", "2026-07-20", "2026-07-26"),
+    _case("en-next-week", "next week", "2026-07-27", "2026-08-02"),
+    _case("en-last-weekend", "last weekend", "2026-07-18", "2026-07-19"),
+    _case("en-this-weekend", "this weekend", "2026-07-25", "2026-07-26"),
+    _case("en-week-before-last", "the week before last", "2026-07-06", "2026-07-12"),
+    _case("en-last-month", "last month", "2026-06-01", "2026-06-30"),
+    _case("en-this-month", "this month", "2026-07-01", "2026-07-31"),
+    _case("en-last-year", "last year", "2025-01-01", "2025-12-31"),
+    _case("en-this-year", "this year", "2026-01-01", "2026-12-31"),
+    _case("en-last-wednesday", "what did I eat last Wednesday", "2026-07-15"),
+    _case("en-this-monday", "this Monday", "2026-07-20"),
+    _case("en-this-sunday-future", "this Sunday", "2026-07-26"),
+    _case("en-on-wednesday", "on Wednesday", "2026-07-22"),
+    _case("en-friday-is-today", "Friday", "2026-07-24"),
+    _case("en-saturday-is-last", "saturday", "2026-07-18"),
+    _case("en-last-friday-night", "last Friday night", "2026-07-17", times=EVENING),
+    _case("en-monday-morning", "Monday morning", "2026-07-20", times=MORNING),
+    # --- English absolute dates and ranges
+    _case("en-july-21", "July 21", "2026-07-21"),
+    _case("en-21-july", "21 July", "2026-07-21"),
+    _case("en-july-21st", "July 21st", "2026-07-21"),
+    _case("en-the-21st-of-july", "on the 21st of July", "2026-07-21"),
+    _case("en-july-4th-lower", "july 4th", "2026-07-04"),
+    _case("en-may-3-comma-year", "May 3, 2023", "2023-05-03"),
+    _case("en-on-may-3", "on May 3", "2026-05-03"),
+    _case("en-9-november-comma-year", "9 November, 2022", "2022-11-09"),
+    _case("en-nov-9-year", "Nov 9 2022", "2022-11-09"),
+    _case("en-sept-abbrev", "Sept 3 2023", "2023-09-03"),
+    _case("en-weekday-prefixed", "Wednesday, May 3, 2023", "2023-05-03"),
+    _case("en-dec-25-is-last-year", "Dec 25", "2025-12-25"),
+    _case("en-feb-29-no-year", "Feb 29", "2024-02-29"),
+    _case("en-in-august-2023", "in August 2023", "2023-08-01", "2023-08-31"),
+    _case("en-august-2023", "August 2023", "2023-08-01", "2023-08-31"),
+    _case("en-lower-march-with-year", "march 2023", "2023-03-01", "2023-03-31"),
+    _case("en-in-2021", "I went hiking in 2021", "2021-01-01", "2021-12-31"),
+    _case("en-during-2019", "during 2019", "2019-01-01", "2019-12-31"),
+    _case(
+        "en-between-and",
+        "between August 11 and August 15 2023",
+        "2023-08-11",
+        "2023-08-15",
+    ),
+    _case("en-from-to", "from July 1 to July 5", "2026-07-01", "2026-07-05"),
+    _case("en-day-range", "August 11-15, 2023", "2023-08-11", "2023-08-15"),
+    _case("en-range-across-new-year", "Dec 28 to Jan 3", "2025-12-28", "2026-01-03"),
+    _case("en-iso-in-question", "What did I do on 2023-05-08?", "2023-05-08"),
+    # --- Monday edge (now: Monday 2026-07-20)
+    _case("mon-zh-last-week", "上周", "2026-07-13", "2026-07-19", now=MON),
+    _case("mon-en-this-week", "this week", "2026-07-20", "2026-07-26", now=MON),
+    _case("mon-zh-monday-is-today", "周一", "2026-07-20", now=MON),
+    _case("mon-zh-sunday-is-yesterday", "周日", "2026-07-19", now=MON),
+    _case("mon-en-last-monday", "last Monday", "2026-07-13", now=MON),
+    _case("mon-en-this-sunday", "this Sunday", "2026-07-26", now=MON),
+    _case("mon-zh-yesterday", "昨天", "2026-07-19", now=MON),
+    _case("mon-en-last-weekend", "last weekend", "2026-07-18", "2026-07-19", now=MON),
+    # --- Sunday edge (now: Sunday 2026-07-26)
+    _case("sun-zh-this-week", "本周", "2026-07-20", "2026-07-26", now=SUN),
+    _case("sun-zh-last-week", "上周", "2026-07-13", "2026-07-19", now=SUN),
+    _case("sun-zh-sunday-is-today", "周日", "2026-07-26", now=SUN),
+    _case("sun-en-sunday-is-today", "sunday", "2026-07-26", now=SUN),
+    _case("sun-zh-this-weekend", "这周末", "2026-07-25", "2026-07-26", now=SUN),
+    _case("sun-en-last-weekend", "last weekend", "2026-07-18", "2026-07-19", now=SUN),
+    _case("sun-zh-tomorrow", "明天", "2026-07-27", now=SUN),
+    # --- just after midnight on New Year's Day (a Thursday)
+    _case("ny-zh-yesterday", "昨天", "2025-12-31", now=NEW_YEAR),
+    _case("ny-zh-last-night", "昨晚", "2025-12-31", times=EVENING, now=NEW_YEAR),
+    _case("ny-en-last-night", "last night", "2025-12-31", times=EVENING, now=NEW_YEAR),
+    _case("ny-zh-last-month", "上个月", "2025-12-01", "2025-12-31", now=NEW_YEAR),
+    _case("ny-en-last-month", "last month", "2025-12-01", "2025-12-31", now=NEW_YEAR),
+    _case("ny-zh-month-before-last", "上上个月", "2025-11-01", "2025-11-30", now=NEW_YEAR),
+    _case("ny-en-this-month", "this month", "2026-01-01", "2026-01-31", now=NEW_YEAR),
+    _case("ny-zh-last-year", "去年", "2025-01-01", "2025-12-31", now=NEW_YEAR),
+    _case("ny-en-this-year", "this year", "2026-01-01", "2026-12-31", now=NEW_YEAR),
+    _case("ny-zh-last-week", "上周", "2025-12-22", "2025-12-28", now=NEW_YEAR),
+    _case("ny-en-this-week-spans-years", "this week", "2025-12-29", "2026-01-04", now=NEW_YEAR),
+    _case("ny-en-2-weeks-ago", "2 weeks ago", "2025-12-15", "2025-12-21", now=NEW_YEAR),
+    _case("ny-zh-dec-31", "12月31日", "2025-12-31", now=NEW_YEAR),
+    _case("ny-en-jan-1-is-today", "Jan 1", "2026-01-01", now=NEW_YEAR),
+    _case("ny-en-jan-2-is-last-year", "Jan 2", "2025-01-02", now=NEW_YEAR),
+    _case("ny-zh-3-days-ago", "三天前", "2025-12-29", now=NEW_YEAR),
+    _case("ny-zh-last-month-31", "上个月31号", "2025-12-31", now=NEW_YEAR),
+    # --- leap years (now: 2024-03-01, and 2025-03-01 with no Feb 29 in its year)
+    _case("leap-zh-yesterday-is-feb-29", "昨天", "2024-02-29", now=LEAP),
+    _case("leap-en-yesterday", "yesterday", "2024-02-29", now=LEAP),
+    _case("leap-zh-last-month", "上个月", "2024-02-01", "2024-02-29", now=LEAP),
+    _case("leap-zh-last-month-29", "上个月29号", "2024-02-29", now=LEAP),
+    _case("leap-zh-feb-29", "2月29日", "2024-02-29", now=LEAP),
+    _case("leap-en-feb-29", "Feb 29", "2024-02-29", now=LEAP),
+    _case("leap-zh-last-week", "上周", "2024-02-19", "2024-02-25", now=LEAP),
+    _case("nonleap-zh-yesterday", "昨天", "2025-02-28", now=NON_LEAP),
+    _case("nonleap-zh-last-month", "上个月", "2025-02-01", "2025-02-28", now=NON_LEAP),
+    _case("nonleap-en-feb-29-looks-back", "Feb 29", "2024-02-29", now=NON_LEAP),
+    _case("nonleap-zh-last-week", "上周", "2025-02-17", "2025-02-23", now=NON_LEAP),
+    _case("nonleap-en-this-week", "this week", "2025-02-24", "2025-03-02", now=NON_LEAP),
+]
+
+
+@pytest.mark.parametrize(("text", "now", "start", "end", "times"), POSITIVE)
+def test_expression_opens_the_exact_window(
+    text: str, now: datetime, start: str, end: str, times: tuple[time, time] | None
+) -> None:
+    found = parse_time_range(text, now=now)
+    assert found is not None, text
+    assert (found.start.isoformat(), found.end.isoformat()) == (start, end)
+    assert (found.start_time, found.end_time) == (times or (None, None))
+
+
+NEGATIVE = [
+    # vague words: the recency decay covers them
+    "recently",
+    "lately",
+    "a while ago",
+    "the other day",
+    "a few days ago",
+    "a couple of days ago",
+    "these days",
+    "最近",
+    "前几天",
+    "以前",
+    "之前",
+    "那天",
+    "几天前",
+    "不久前",
+    # substrings and idioms
+    "晚上月亮很圆",
+    "这个月饼很好吃",
+    "马上",
+    "马上周末了",
+    "I may go",
+    "we march",
+    "room 101",
+    "sunday school",
+    "Sundays",
+    "mayday",
+    "todays",
+    "tomorrowland",
+    "一日三秋",
+    "千年",
+    "明日黄花",
+    "at the end of the day",
+    "day by day",
+    "one day",
+    "聪明天才",
+    "然后天气很好",
+    "如今天气",
+    "以前天天加班",
+    "这周围",
+    "本周期",
+    "一周三次",
+    "每周三",
+    "2021",
+    "in 1066",
+    "3000年",
+    "2000年前",
+    "3 march",
+    "in may",
+    "晚上吃了什么",
+    "凌晨",
+    # invalid dates
+    "Feb 30",
+    "2023-02-30",
+    "2023-13-01",
+    "2023年2月29日",
+    "13月1日",
+    "2023年13月",
+    "上个月31号",
+    "0天前",
+    "9999 days ago",
+    # ambiguous or open-ended
+    "next Wednesday",
+    "every Monday",
+    "this coming Friday",
+    "Monday to Friday",
+    "周一到周五",
+    "the last week",
+    "the past month",
+    "last week of August",
+    "since May 3",
+    "before yesterday",
+    "去年以来",
+    "昨天之后",
+    "从昨天开始",
+    "5月3日左右",
+    "05/08/2023",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_text_opens_no_window(text: str) -> None:
+    assert parse_time_range(text, now=FRI) is None
+
+
+# --- span, rest and time_only ----------------------------------------------------------------
+
+
+def test_time_only_chinese_query_keeps_filler_as_rest() -> None:
+    found = parse_time_range("昨天发生了什么", now=FRI)
+    assert found is not None
+    assert (found.matched, found.span, found.rest, found.time_only) == (
+        "昨天",
+        (0, 2),
+        "发生了什么",
+        True,
+    )
+
+
+def test_time_only_english_query() -> None:
+    found = parse_time_range("what happened yesterday", now=FRI)
+    assert found is not None
+    assert (found.rest, found.time_only) == ("what happened ", True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["昨天", "昨天?", "what did I do last week?", "上周都做了什么", "show my diary for today"],
+)
+def test_time_words_with_only_filler_are_time_only(text: str) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None and found.time_only
+
+
+@pytest.mark.parametrize(
+    "text", ["昨天吃了什么火锅", "what did I eat yesterday", "上周三吃了什么", "hiking in 2021"]
+)
+def test_content_words_are_not_time_only(text: str) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None and not found.time_only
+
+
+def test_preposition_belongs_to_the_span() -> None:
+    found = parse_time_range("I went hiking in 2021 with Sam", now=FRI)
+    assert found is not None
+    assert (found.matched, found.rest) == ("in 2021", "I went hiking  with Sam")
+    found = parse_time_range("we met on May 3", now=FRI)
+    assert found is not None and found.matched == "on May 3"
+
+
+def test_rest_is_the_input_without_the_span() -> None:
+    text = "去年夏天在杭州吃的那家面馆"
+    found = parse_time_range(text, now=FRI)
+    assert found is not None
+    b, e = found.span
+    assert text[b:e] == found.matched == "去年"
+    assert found.rest == text[:b] + text[e:] == "夏天在杭州吃的那家面馆"
+
+
+def test_first_expression_wins() -> None:
+    found = parse_time_range("昨天和上周的会议", now=FRI)
+    assert found is not None and found.matched == "昨天"
+
+
+def test_a_range_is_one_expression() -> None:
+    found = parse_time_range("trips between August 11 and August 15 2023 please", now=FRI)
+    assert found is not None
+    assert found.matched == "between August 11 and August 15 2023"
+
+
+def test_invalid_date_is_skipped_then_the_next_expression_counts() -> None:
+    found = parse_time_range("Feb 30 or yesterday", now=FRI)
+    assert found is not None and found.matched == "yesterday"
+
+
+def test_to_dict_is_json_ready() -> None:
+    found = parse_time_range("昨晚吃了什么", now=FRI)
+    assert found is not None
+    assert found.to_dict() == {
+        "start": "2026-07-23",
+        "end": "2026-07-23",
+        "start_time": "18:00",
+        "end_time": "23:59",
+        "matched": "昨晚",
+        "span": [0, 2],
+        "rest": "吃了什么",
+        "time_only": False,
+    }
+
+
+def test_explicit_window_defaults() -> None:
+    window = TimeWindow(date(2026, 7, 1), date(2026, 7, 2))
+    assert window.to_dict()["matched"] == "" and window.to_dict()["start_time"] is None
+
+
+def test_window_refuses_start_after_end() -> None:
+    with pytest.raises(ValueError, match="after end"):
+        TimeWindow(date(2026, 7, 2), date(2026, 7, 1))
+
+
+# --- now and tz ------------------------------------------------------------------------------
+
+
+def test_aware_now_is_converted_to_tz() -> None:
+    now = datetime(2026, 7, 24, 20, 0, tzinfo=UTC)  # already 2026-07-25 in Shanghai
+    found = parse_time_range("昨天", now=now, tz="Asia/Shanghai")
+    assert found is not None and found.start == date(2026, 7, 24)
+
+
+def test_naive_now_is_taken_as_wall_time_in_tz() -> None:
+    found = parse_time_range("昨天", now=datetime(2026, 7, 24, 23, 0), tz="Asia/Shanghai")
+    assert found is not None and found.start == date(2026, 7, 23)
+
+
+def test_unknown_tz_is_a_clear_value_error() -> None:
+    with pytest.raises(ValueError, match="Mars/Olympus"):
+        parse_time_range("昨天", now=FRI, tz="Mars/Olympus")
+
+
+def test_default_now_is_the_local_clock() -> None:
+    before = datetime.now().date()
+    found = parse_time_range("today")
+    assert found is not None and found.start in (before, datetime.now().date())
+
+
+# --- parse_date_pair -------------------------------------------------------------------------
+
+
+def test_date_pair_parses_iso_days() -> None:
+    assert parse_date_pair("2024-02-28", "2024-02-29") == (date(2024, 2, 28), date(2024, 2, 29))
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "bad"),
+    [
+        ("2024/02/28", "2024-03-01", "'2024/02/28'"),
+        ("2024-02-28", "tomorrow", "'tomorrow'"),
+        ("2023-02-29", "2023-03-01", "'2023-02-29'"),
+        ("2024-03-02", "2024-03-01", "'2024-03-02'"),
+    ],
+    ids=["bad-shape", "not-a-date", "not-a-calendar-day", "start-after-end"],
+)
+def test_date_pair_names_the_bad_value(start: str, end: str, bad: str) -> None:
+    with pytest.raises(ValueError, match=bad) as info:
+        parse_date_pair(start, end)
+    assert "expected" in str(info.value)
