@@ -1,0 +1,378 @@
+"""The daemon: lock, socket, initial scan, the single writer thread, signals and cleanup.
+
+Threads: the main thread only waits for a stop (a signal arrives through a wakeup pipe, so
+no Python lock is ever taken inside a signal handler); one *writer* thread owns every
+mutation of the engine — the initial scan, watcher change sets, ``reindex`` jobs and the
+periodic safety rescan — so changes are applied in order; socket threads only read, under
+the engine lock, which the writer takes one chunk at a time.
+
+The safety rescan is cheap: it walks the vault and ``stat``s each note (no reads), and
+re-applies only paths whose (mtime, size, inode) changed since the last walk or whose
+presence differs from the index. It repairs anything the OS failed to report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Protocol
+
+from . import __version__
+from .config import Config
+from .engine import ApplyStats, Engine
+from .methods import STOP_AFTER_REPLY
+from .query import VectorSignal
+from .runtime import (
+    DaemonLock,
+    LockInfo,
+    check_socket_path,
+    default_socket_path,
+    ensure_cache_dir,
+    host_tag,
+    lock_path,
+    private_dir,
+)
+from .server import Server
+from .vault import iter_notes
+from .watcher import ChangeSet, ObserverFactory, Watcher
+
+log = logging.getLogger(__name__)
+
+CHUNK_FILES = 256  # files applied per engine-lock hold while scanning: queries stay responsive
+SAFETY_RESCAN_S = 300.0
+
+
+class VectorComponent(VectorSignal, Protocol):
+    """The optional embeddings part: a query signal plus its own status object."""
+
+    def status(self) -> dict[str, object]: ...
+
+
+@dataclass(slots=True)
+class _Job:
+    """A request for the writer thread (``reindex``), answered through ``done``."""
+
+    kind: str
+    done: threading.Event = field(default_factory=threading.Event)
+    result: dict[str, object] = field(default_factory=dict)
+
+
+_STOP = object()
+StatKey = tuple[int, int, int]
+
+
+class Daemon:
+    """One vault's live index served on a socket. ``run()`` blocks until stopped."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        socket_path: Path | None = None,
+        force_polling: bool | None = None,
+        safety_rescan_s: float = SAFETY_RESCAN_S,
+        vectors: VectorComponent | None = None,
+        observer_factory: ObserverFactory | None = None,
+    ) -> None:
+        self.config = config
+        self.engine = Engine(config)
+        self.socket_path = socket_path or config.socket or default_socket_path(config)
+        self.force_polling = config.poll if force_polling is None else force_polling
+        self.safety_rescan_s = safety_rescan_s
+        self.vectors = vectors
+        self.state = "scanning"
+        self.started_at = time.time()
+        self._started_mono = time.monotonic()
+        self._changes: queue.Queue[object] = queue.Queue()
+        self._in_hand = 0
+        self._stop_requested = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._stats: dict[str, StatKey] = {}
+        self._last_rescan = time.monotonic()
+        self.watcher = Watcher(
+            config.vault,
+            self._changes,  # type: ignore[arg-type]  # also carries jobs and the stop mark
+            self.engine.note_filter.accepts,
+            debounce_ms=config.debounce_ms,
+            ignore_dirs=_inside(config.vault, config.cache_path),
+            force_polling=self.force_polling,
+            observer_factory=observer_factory,
+        )
+        self.server = Server(
+            self.socket_path,
+            self,
+            max_request_bytes=config.max_request_bytes,
+            after_reply=self._after_reply,
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def run(self) -> int:
+        """Serve until SIGTERM/SIGINT or ``shutdown``; clean up and return 0."""
+        check_socket_path(self.socket_path)
+        ensure_cache_dir(self.config)
+        parent = self.socket_path.parent
+        if parent == self.config.cache_path:
+            os.chmod(parent, 0o700)  # the cache dir holds this host's socket: private
+        elif not parent.exists():
+            private_dir(parent)  # ours to create; an existing dir (/tmp) is left as it is
+        info = LockInfo(
+            os.getpid(), str(self.socket_path), host_tag(), str(self.config.vault), self.started_at
+        )
+        lock = DaemonLock.acquire(lock_path(self.config), info)
+        writer: threading.Thread | None = None
+        previous = self._install_signals()
+        try:
+            self.server.bind()
+            self.server.start()
+            self.watcher.start()  # before the scan: nothing that changes meanwhile is lost
+            log.info(
+                "serving %s on %s (%s watcher)",
+                self.config.vault,
+                self.socket_path,
+                self.watcher.kind,
+            )
+            writer = threading.Thread(target=self._writer, name="writer")
+            writer.start()
+            self._wait_for_stop()
+        finally:
+            self._stop_requested = True
+            self._changes.put(_STOP)
+            if writer is not None:
+                writer.join()
+            self.watcher.stop()
+            self.server.close()
+            lock.release()
+            self._restore_signals(previous)
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+        log.info("stopped")
+        return 0
+
+    def _install_signals(self) -> dict[int, object]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous: dict[int, object] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, lambda signum, frame: None)
+        previous[-1] = signal.set_wakeup_fd(self._wake_w)
+        return previous
+
+    @staticmethod
+    def _restore_signals(previous: dict[int, object]) -> None:
+        for sig, handler in previous.items():
+            if sig == -1:
+                assert isinstance(handler, int)
+                signal.set_wakeup_fd(handler)
+            else:
+                signal.signal(sig, handler)  # type: ignore[arg-type]
+
+    def _wait_for_stop(self) -> None:
+        # A signal's number (or a byte from request_stop) arrives on the pipe; nothing else.
+        while not self._stop_requested:
+            data = os.read(self._wake_r, 64)
+            if data:
+                log.info("stopping (signal or shutdown request)")
+                return
+
+    def request_stop(self) -> None:
+        self._stop_requested = True
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"\0")
+
+    def _after_reply(self, method: str) -> None:
+        if method in STOP_AFTER_REPLY:
+            self.request_stop()
+
+    # -------------------------------------------------------------------- writer
+
+    def _writer(self) -> None:
+        try:
+            self._guarded(self._scan_chunked)
+        finally:
+            self.state = "ready"
+        log.info("ready: %d files, %d entries", len(self.engine.files), len(self.engine.entries))
+        while not self._stop_requested:
+            wait = self._last_rescan + self.safety_rescan_s - time.monotonic()
+            try:
+                item = (
+                    self._changes.get(timeout=max(wait, 0.0))
+                    if self.safety_rescan_s
+                    else (self._changes.get())
+                )
+            except queue.Empty:
+                self._guarded(self._safety_rescan)
+                continue
+            if item is _STOP:
+                return
+            if isinstance(item, ChangeSet):
+                self._in_hand = len(item.paths) + len(item.dirs) + int(item.rescan)
+                self._guarded(partial(self._apply_changes, item))
+                self._in_hand = 0
+            elif isinstance(item, _Job):
+                self._run_job(item)
+
+    @staticmethod
+    def _guarded(fn: Callable[[], object]) -> None:
+        try:
+            fn()
+        except Exception:  # a bug must not stop the daemon; the safety rescan repairs
+            log.exception("applying changes failed")
+
+    def _run_job(self, job: _Job) -> None:
+        try:
+            started = time.perf_counter()
+            stats = self._scan_chunked()
+            job.result = {
+                "changed": len(stats.changed),
+                "removed": len(stats.removed),
+                "unchanged": stats.unchanged,
+                "skipped": len(stats.skipped),
+                "generation": self.engine.generation,
+                "elapsed_s": round(time.perf_counter() - started, 3),
+            }
+        except Exception as exc:
+            log.exception("reindex failed")
+            job.result = {"error": str(exc)}
+        finally:
+            job.done.set()
+
+    def _apply(self, paths: Iterable[str]) -> ApplyStats:
+        """Apply in chunks so readers get the lock between them; merge the stats."""
+        total = ApplyStats()
+        batch = list(dict.fromkeys(paths))
+        for i in range(0, len(batch), CHUNK_FILES):
+            stats = self.engine.apply(batch[i : i + CHUNK_FILES])
+            total.changed += stats.changed
+            total.removed += stats.removed
+            total.unchanged += stats.unchanged
+            total.skipped += stats.skipped
+        return total
+
+    def _scan_chunked(self) -> ApplyStats:
+        """``engine.scan()`` in chunks, refreshing the safety-rescan stat snapshot."""
+        stats = self._stat_walk()
+        known = set(self.engine.files) | set(self.engine.skipped)
+        result = self._apply([*stats, *sorted(known - set(stats))])
+        self._stats = stats
+        self._last_rescan = time.monotonic()
+        return result
+
+    def _apply_changes(self, changes: ChangeSet) -> None:
+        if changes.rescan:
+            log.info("full rescan (events were lost or too many at once)")
+            self._scan_chunked()
+            return
+        paths = set(changes.paths)
+        for rel in changes.dirs:
+            paths.update(self._under(rel))
+        stats = self._apply(sorted(paths))
+        if stats.changed or stats.removed:
+            log.debug("applied %d changed, %d removed", len(stats.changed), len(stats.removed))
+
+    def _under(self, rel_dir: str) -> list[str]:
+        """Indexed paths below a moved/deleted/created directory, plus the notes now there."""
+        prefix = rel_dir.rstrip("/") + "/"
+        with self.engine.lock:
+            out = [p for p in (*self.engine.files, *self.engine.skipped) if p.startswith(prefix)]
+        base = self.config.vault / rel_dir
+        if base.is_dir():
+            out.extend(prefix + rel for rel in iter_notes(base, self.engine.note_filter))
+        return out
+
+    def _stat_walk(self) -> dict[str, StatKey]:
+        out: dict[str, StatKey] = {}
+        for rel in iter_notes(self.config.vault, self.engine.note_filter):
+            try:
+                st = os.stat(self.config.vault / rel)
+            except OSError:
+                continue
+            out[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+        return out
+
+    def _safety_rescan(self) -> None:
+        started = time.perf_counter()
+        now = self._stat_walk()
+        old = self._stats
+        known = set(self.engine.files) | set(self.engine.skipped)
+        suspect = {p for p, key in now.items() if old.get(p) != key or p not in known}
+        suspect |= known - set(now)
+        stats = self._apply(sorted(suspect))
+        self._stats = now
+        self._last_rescan = time.monotonic()
+        if stats.changed or stats.removed:
+            log.warning(
+                "safety rescan repaired %d changed and %d removed files the watcher missed",
+                len(stats.changed),
+                len(stats.removed),
+            )
+        log.debug("safety rescan of %d files took %.3fs", len(now), time.perf_counter() - started)
+
+    # ------------------------------------------------------------------- service
+
+    def reindex(self) -> dict[str, object]:
+        job = _Job("reindex")
+        self._changes.put(job)
+        if not job.done.wait(timeout=3600):
+            return {"error": "reindex did not finish within an hour"}
+        return job.result
+
+    def vector_signal(self) -> VectorSignal | None:
+        return self.vectors
+
+    def pending(self) -> int:
+        with self._changes.mutex:
+            queued = sum(
+                len(c.paths) + len(c.dirs) + int(c.rescan)
+                for c in self._changes.queue
+                if isinstance(c, ChangeSet)
+            )
+        return self.watcher.pending_count() + queued + self._in_hand
+
+    def status(self) -> dict[str, object]:
+        engine = self.engine
+        with engine.lock:
+            counts = engine.counts()
+            result: dict[str, object] = {
+                "state": self.state,
+                "vault": str(self.config.vault),
+                "socket": str(self.socket_path),
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "version": __version__,
+                "entries": {**counts, "total": sum(counts.values())},
+                "files": len(engine.files),
+                "skipped": [{"path": p, "reason": r} for p, r in sorted(engine.skipped.items())],
+                "warnings": engine.warnings(),
+                "unresolved_links": len(engine.unresolved_links()),
+                "generation": engine.generation,
+                "last_change_at": engine.last_change_at,
+                "digest": engine.digest(),
+            }
+        result.update(
+            pending=self.pending(),
+            watcher=self.watcher.kind,
+            uptime_s=round(time.monotonic() - self._started_mono, 3),
+            connections=self.server.connection_count(),
+            safety_rescan_s=self.safety_rescan_s,
+            vectors=self.vectors.status() if self.vectors is not None else {"state": "off"},
+        )
+        return result
+
+
+def _inside(root: Path, path: Path) -> tuple[str, ...]:
+    try:
+        return (path.resolve().relative_to(root).as_posix(),)
+    except (ValueError, OSError):
+        return ()

@@ -1,0 +1,221 @@
+"""The socket's method table: validate params, call the engine or the daemon, shape results.
+
+Each method takes the :class:`Service` (the running daemon) and the request's named params
+and returns a JSON-ready object. There is no retrieval logic here: ``query`` is exactly
+``run_query``, and the read methods only reshape what the engine holds. Every name in
+``METHODS`` is documented in docs/protocol.md (tests/test_docs.py checks it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from datetime import date
+from typing import Protocol
+
+from . import __version__
+from .engine import Engine
+from .errors import BadRequest
+from .models import Entry
+from .protocol import METHOD_NOT_FOUND, PROTOCOL_VERSION, ProtocolError
+from .query import VectorSignal, run_query
+from .request import QueryRequest
+
+Params = Mapping[str, object]
+
+
+class Service(Protocol):
+    """What the daemon offers the methods (a fake in tests)."""
+
+    engine: Engine
+
+    def status(self) -> dict[str, object]:
+        """The ``status`` result."""
+
+    def reindex(self) -> dict[str, object]:
+        """Run a full rescan on the writer thread and return its stats."""
+
+    def request_stop(self) -> None:
+        """Begin a clean shutdown (after the current reply is sent)."""
+
+    def vector_signal(self) -> VectorSignal | None:
+        """The optional embeddings component, or None (BM25 only)."""
+
+
+def _only(params: Params, allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        expected = ", ".join(allowed) if allowed else "no params"
+        raise BadRequest(f"unknown param(s) {', '.join(unknown)}; expected {expected}")
+
+
+def _str(params: Params, name: str, required: bool = True) -> str | None:
+    value = params.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value:
+        raise BadRequest(f'"{name}" must be a non-empty string, got {value!r}')
+    return value
+
+
+def _day(params: Params, name: str, required: bool = True) -> str | None:
+    value = _str(params, name, required)
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise BadRequest(f'"{name}" must be a date like 2026-07-21, got {value!r}') from None
+
+
+def _path(params: Params) -> str:
+    value = _str(params, "path")
+    assert value is not None
+    return value.replace(os.sep, "/").lstrip("/")
+
+
+def entry_dict(entry: Entry) -> dict[str, object]:
+    """The JSON shape of one entry (the fields a hit has, without scores)."""
+    return {
+        "id": entry.id,
+        "kind": entry.kind,
+        "path": entry.path,
+        "heading": entry.heading,
+        "line": entry.line,
+        "date": entry.date,
+        "time": entry.time,
+        "ts": entry.ts,
+        "owner": entry.owner,
+        "source": entry.source,
+        "tags": list(entry.tags),
+        "title": entry.title,
+        "text": entry.text,
+    }
+
+
+def _ref(entry: Entry) -> dict[str, object]:
+    return {"id": entry.id, "path": entry.path, "heading": entry.heading, "line": entry.line}
+
+
+def m_hello(service: Service, params: Params) -> object:
+    return {
+        "name": "wikimem-watch",
+        "protocol": PROTOCOL_VERSION,
+        "version": __version__,
+        "capabilities": sorted(METHODS),
+        "batch": False,
+    }
+
+
+def m_status(service: Service, params: Params) -> object:
+    _only(params, ())
+    return service.status()
+
+
+def m_query(service: Service, params: Params) -> object:
+    return run_query(service.engine, QueryRequest.from_dict(params), service.vector_signal())
+
+
+def m_days(service: Service, params: Params) -> object:
+    _only(params, ("start", "end"))
+    start, end = _day(params, "start", False), _day(params, "end", False)
+    counts = service.engine.day_counts(start, end)
+    return {"days": [{"date": d, "entries": n} for d, n in counts]}
+
+
+def m_day(service: Service, params: Params) -> object:
+    _only(params, ("date",))
+    day = _day(params, "date")
+    assert day is not None
+    return {"date": day, "entries": [entry_dict(e) for e in service.engine.entries_on(day)]}
+
+
+def m_note(service: Service, params: Params) -> object:
+    _only(params, ("path",))
+    path = _path(params)
+    return {"path": path, "entries": [entry_dict(e) for e in service.engine.entries_of(path)]}
+
+
+def m_links(service: Service, params: Params) -> object:
+    _only(params, ("path",))
+    path = _path(params)
+    engine = service.engine
+    out: list[dict[str, object]] = []
+    with engine.lock:
+        for entry in engine.entries_of(path):
+            for link in entry.links:
+                targets = engine.resolve(link)
+                out.append(
+                    {
+                        "from": entry.id,
+                        "line": entry.line,
+                        "target": link.target,
+                        "heading": link.heading,
+                        "alias": link.alias,
+                        "embed": link.embed,
+                        "style": link.style,
+                        "resolved": [_ref(t) for t in targets],
+                        "unresolved": not targets,
+                    }
+                )
+    return {"path": path, "links": out}
+
+
+def m_backlinks(service: Service, params: Params) -> object:
+    _only(params, ("path",))
+    path = _path(params)
+    found = service.engine.backlinks(path)
+    return {
+        "path": path,
+        "backlinks": [{**_ref(e), "target": link.target} for e, link in found],
+    }
+
+
+def m_file_digests(service: Service, params: Params) -> object:
+    _only(params, ())
+    engine = service.engine
+    with engine.lock:
+        return {
+            "digest": engine.digest(),
+            "generation": engine.generation,
+            "files": engine.file_digests(),
+            "skipped": dict(engine.skipped),
+        }
+
+
+def m_reindex(service: Service, params: Params) -> object:
+    _only(params, ())
+    return service.reindex()
+
+
+def m_shutdown(service: Service, params: Params) -> object:
+    _only(params, ())
+    return {"stopping": True, "pid": os.getpid()}
+
+
+Method = Callable[[Service, Params], object]
+
+METHODS: dict[str, Method] = {
+    "hello": m_hello,
+    "status": m_status,
+    "query": m_query,
+    "days": m_days,
+    "day": m_day,
+    "note": m_note,
+    "links": m_links,
+    "backlinks": m_backlinks,
+    "file_digests": m_file_digests,
+    "reindex": m_reindex,
+    "shutdown": m_shutdown,
+}
+
+STOP_AFTER_REPLY = frozenset({"shutdown"})
+
+
+def dispatch(service: Service, method: str, params: Params) -> object:
+    """Run ``method``; raises ProtocolError (-32601) for an unknown name."""
+    handler = METHODS.get(method)
+    if handler is None:
+        known = ", ".join(sorted(METHODS))
+        raise ProtocolError(METHOD_NOT_FOUND, f"method {method!r} not found; known: {known}")
+    return handler(service, params)

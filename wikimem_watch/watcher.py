@@ -1,0 +1,290 @@
+"""The file watcher: watchdog events → debounced, coalesced change sets on a queue.
+
+It owns the OS layer and nothing else: it never reads or parses a note. Each event becomes
+vault-relative paths (a move gives both ends), a directory event becomes a directory to
+re-list (the daemon expands it against the index), and anything inside a dot-folder (the
+``.wikimem`` cache, ``.git``, ``.obsidian``) or not a note is dropped at once, so cache
+writes and editor swap files never cause work. Events are held until the vault has been
+quiet for ``debounce_ms`` (or ``max_wait_ms`` has passed), then flushed as one
+:class:`ChangeSet`. A lost-events signal from the OS, or more pending paths than
+``max_pending``, turns the change set into a full rescan.
+
+The observer is injectable (``observer_factory``) so tests can script events without the OS.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+
+log = logging.getLogger(__name__)
+
+WATCHED_EVENTS = (
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    FileAttribEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+)
+_OVERFLOW_LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSet:
+    """Paths to re-read, directories to re-list (both vault-relative), or a full rescan."""
+
+    paths: frozenset[str] = frozenset()
+    dirs: frozenset[str] = frozenset()
+    rescan: bool = False
+
+
+class Observer(Protocol):
+    """The part of a watchdog observer the watcher uses (fakes implement just this)."""
+
+    def schedule(
+        self,
+        event_handler: FileSystemEventHandler,
+        path: str,
+        *,
+        recursive: bool = False,
+        event_filter: list[type[FileSystemEvent]] | None = None,
+    ) -> object: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def join(self, timeout: float | None = None) -> None: ...
+
+
+ObserverFactory = Callable[[], Observer]
+
+
+def native_observer() -> Observer:
+    from watchdog.observers import Observer as NativeObserver
+
+    observer: Observer = NativeObserver()
+    return observer
+
+
+def polling_observer() -> Observer:
+    from watchdog.observers.polling import PollingObserver
+
+    observer: Observer = PollingObserver(timeout=1.0)
+    return observer
+
+
+@dataclass(slots=True)
+class _Pending:
+    paths: set[str] = field(default_factory=set)
+    dirs: set[str] = field(default_factory=set)
+    rescan: bool = False
+    first_at: float = 0.0
+    last_at: float = 0.0
+
+    def empty(self) -> bool:
+        return not (self.paths or self.dirs or self.rescan)
+
+
+class _OverflowFilter(logging.Filter):
+    """Spots watchdog's "queue overflowed" warning (it has no callback) and asks a rescan."""
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        super().__init__()
+        self._on_overflow = on_overflow
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "overflow" in record.getMessage().lower():
+            self._on_overflow()
+        return True
+
+
+class Watcher(FileSystemEventHandler):
+    """Watches ``root`` recursively and puts :class:`ChangeSet` objects on ``out``."""
+
+    def __init__(
+        self,
+        root: Path,
+        out: queue.Queue[ChangeSet],
+        accepts: Callable[[str], bool],
+        *,
+        debounce_ms: int = 50,
+        max_wait_ms: int = 1000,
+        max_pending: int = 50_000,
+        ignore_dirs: tuple[str, ...] = (),
+        force_polling: bool = False,
+        observer_factory: ObserverFactory | None = None,
+    ) -> None:
+        super().__init__()
+        self.root = Path(os.path.abspath(root))
+        self.out = out
+        self.accepts = accepts
+        self.debounce_s = max(debounce_ms, 0) / 1000.0
+        self.max_wait_s = max(max_wait_ms / 1000.0, self.debounce_s)
+        self.max_pending = max_pending
+        self.ignore_dirs = tuple(d.rstrip("/") for d in ignore_dirs if d)
+        self.force_polling = force_polling
+        self.observer_factory = observer_factory
+        self.kind = "none"
+        self._observer: Observer | None = None
+        self._pending = _Pending()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._filter = _OverflowFilter(self.overflow)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the observer (native, else polling with a warning) and the flush thread."""
+        self._observer, self.kind = self._start_observer()
+        for name in _OVERFLOW_LOGGERS:
+            logging.getLogger(name).addFilter(self._filter)
+        self._thread = threading.Thread(target=self._flush_loop, name="watch-debounce", daemon=True)
+        self._thread.start()
+
+    def _start_observer(self) -> tuple[Observer, str]:
+        if self.observer_factory is not None:
+            return self._schedule(self.observer_factory()), "native"
+        if not self.force_polling:
+            try:
+                return self._schedule(native_observer()), "native"
+            except OSError as exc:
+                log.warning(
+                    "native file watching unavailable (%s); polling every second instead", exc
+                )
+        return self._schedule(polling_observer()), "polling"
+
+    def _schedule(self, observer: Observer) -> Observer:
+        observer.schedule(self, str(self.root), recursive=True, event_filter=list(WATCHED_EVENTS))
+        observer.start()
+        return observer
+
+    def stop(self) -> None:
+        """Stop watching; pending changes are dropped (the next start rescans anyway)."""
+        for name in _OVERFLOW_LOGGERS:
+            logging.getLogger(name).removeFilter(self._filter)
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    # --------------------------------------------------------------------- events
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        paths, dirs = self._translate(event)
+        if paths or dirs:
+            self._add(paths, dirs)
+
+    def overflow(self) -> None:
+        """Events were lost (kernel queue overflow): the next flush is a full rescan."""
+        log.warning("file events were lost; a full rescan follows")
+        with self._cond:
+            self._mark(rescan=True)
+
+    def _translate(self, event: FileSystemEvent) -> tuple[list[str], list[str]]:
+        ends = [event.src_path]
+        if isinstance(event, FileMovedEvent | DirMovedEvent) and event.dest_path:
+            ends.append(event.dest_path)
+        rels = [r for r in (self._rel(os.fsdecode(p)) for p in ends) if r is not None]
+        if event.is_directory:
+            if not isinstance(event, DirCreatedEvent | DirDeletedEvent | DirMovedEvent):
+                return [], []
+            return [], [r for r in rels if self._visible_dir(r)]
+        return [r for r in rels if self.accepts(r)], []
+
+    def _rel(self, path: str) -> str | None:
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        return "" if rel == "." else rel
+
+    def _visible_dir(self, rel: str) -> bool:
+        if any(part.startswith(".") for part in rel.split("/")):
+            return False
+        return not any(rel == d or rel.startswith(d + "/") for d in self.ignore_dirs)
+
+    def _add(self, paths: list[str], dirs: list[str]) -> None:
+        with self._cond:
+            p = self._pending
+            if not p.rescan:
+                p.paths.update(paths)
+                p.dirs.update(dirs)
+                if "" in p.dirs or len(p.paths) + len(p.dirs) > self.max_pending:
+                    p.paths.clear()
+                    p.dirs.clear()
+                    p.rescan = True
+            self._mark(rescan=False)
+
+    def _mark(self, rescan: bool) -> None:
+        now = time.monotonic()
+        p = self._pending
+        if p.first_at == 0.0:
+            p.first_at = now
+        p.last_at = now
+        if rescan:
+            p.paths.clear()
+            p.dirs.clear()
+            p.rescan = True
+        self._cond.notify_all()
+
+    def pending_count(self) -> int:
+        """Changes seen but not yet handed to the daemon (a rescan counts as one)."""
+        with self._cond:
+            p = self._pending
+            return len(p.paths) + len(p.dirs) + int(p.rescan)
+
+    # ---------------------------------------------------------------------- flush
+
+    def _flush_loop(self) -> None:
+        with self._cond:
+            while not self._stopping:
+                p = self._pending
+                if p.empty():
+                    self._cond.wait()
+                    continue
+                now = time.monotonic()
+                due = min(p.last_at + self.debounce_s, p.first_at + self.max_wait_s)
+                if now < due:
+                    self._cond.wait(due - now)
+                    continue
+                self.out.put(ChangeSet(frozenset(p.paths), frozenset(p.dirs), p.rescan))
+                self._pending = _Pending()
+
+    def flush_now(self) -> None:
+        """Hand over whatever is pending immediately (tests and shutdown)."""
+        with self._cond:
+            p = self._pending
+            if not p.empty():
+                self.out.put(ChangeSet(frozenset(p.paths), frozenset(p.dirs), p.rescan))
+                self._pending = _Pending()
