@@ -155,7 +155,7 @@ _ZH_BLOCK = (
     "证明 发明 透明 分明 表明 声明 鲜明 精明 清明 黎明 英明 简明 高明 开明 照明 阐明 注明 标明 "
     "查明 失明 指明 如今 当今 现今 迄今 古今 至今 以前 之前 从前 目前 提前 面前 眼前 当前 生前 "
     "事前 门前 跟前 空前 向前 先前 日前 此前 睡前 饭前 过去 最近 前几天 前些天 前阵子 那天 近来 "
-    "近期 这几天 这些天 几天前 不久前 某天 有一天 一日三秋 明日黄花 千年"
+    "近期 这几天 这些天 几天前 不久前 某天 有一天 一日三秋 明日黄花 千年 后天性"
 ).split()
 _EN_BLOCK = (
     r"the\s+(?:last|past|previous)\s+(?:few\s+)?(?:days?|weeks?|weekends?|months?|years?)"
@@ -176,23 +176,19 @@ def _num(text: str) -> int:
     """ASCII digits or a Chinese numeral below 100 (十五, 二十, 两); ValueError otherwise."""
     if text.isascii() and text.isdigit():
         return int(text)
-    tens, ten, units = text.partition("十")
-    if not ten:
-        tens, units = "", text
-    if len(tens) > 1 or len(units) > 1 or not text or "十" in units or not (ten or units):
-        raise ValueError(f"not a number: {text!r}")
-    digits = [_CN_DIGIT.get(c, -1) for c in tens + units]
-    if -1 in digits:
+    tens, ten, units = text.partition("十") if "十" in text else ("", "", text)
+    digits_ok = set(tens + units) <= _CN_DIGIT.keys()
+    if len(tens) > 1 or len(units) > 1 or not (ten or units) or not digits_ok:
         raise ValueError(f"not a number: {text!r}")
     high = (_CN_DIGIT[tens] if tens else 1) if ten else 0
     return high * 10 + (_CN_DIGIT[units] if units else 0)
 
 
 def _en_num(text: str) -> int:
-    """'3', 'a', 'three', 'twenty-one'."""
+    """'a', 'three', 'twenty-one' (digits go through _num)."""
     words = text.lower().replace("-", " ").split()
-    if words[0] in ("a", "an") or words[0].isdigit():
-        return 1 if words[0].isalpha() else int(words[0])
+    if words[0] in ("a", "an"):
+        return 1
     if words[0] in _EN_UNITS:
         return _EN_UNITS.index(words[0])
     return 20 + 10 * _EN_TENS.index(words[0]) + (_EN_UNITS.index(words[1]) if words[1:] else 0)
@@ -393,11 +389,9 @@ _DATE_EN = rf"{_PRE}(?P<atom>{_plain(_EN_MD)}|{_plain(_EN_DM)}|{_plain(_EN_MY)})
 _IN_YEAR = rf"(?:(?:in|during)\s+(?:the\s+year\s+)?|the\s+year\s+){_YEAR}"
 
 # Tried at every position; the earliest match wins, then the longest, then the first here.
+_COUNTED_WEEKS = r"[0-9一两二三四五六七八九十几半整每]+个?(?:周|星期|礼拜)"  # 一周三次, 每周三
 _RULES: list[tuple[re.Pattern[str], _Resolver]] = [
-    (
-        re.compile(rf"{_alt(_ZH_BLOCK)}|[0-9一两二三四五六七八九十几半整每]+个?(?:周|星期|礼拜)"),
-        _blocked,
-    ),
+    (re.compile(rf"{_alt(_ZH_BLOCK)}|{_COUNTED_WEEKS}"), _blocked),
     (_en(_EN_BLOCK), _blocked),
     (_en(_RANGE), _range),
     (re.compile(rf"(?P<rel>{_REL_ZH}){_TOD_ZH}"), _relative_day),
