@@ -59,7 +59,11 @@ class Response:
 
 def _dumps(obj: object) -> bytes:
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.encode("utf-8") + b"\n"
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate (from a "\\ud800" escape): keep it escaped
+        text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        return text.encode("ascii") + b"\n"
 
 
 def _valid_id(value: object) -> bool:

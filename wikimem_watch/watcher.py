@@ -139,6 +139,7 @@ class Watcher(FileSystemEventHandler):
         ignore_dirs: tuple[str, ...] = (),
         force_polling: bool = False,
         observer_factory: ObserverFactory | None = None,
+        polling_factory: ObserverFactory | None = None,
     ) -> None:
         super().__init__()
         self.root = Path(os.path.abspath(root))
@@ -149,7 +150,8 @@ class Watcher(FileSystemEventHandler):
         self.max_pending = max_pending
         self.ignore_dirs = tuple(d.rstrip("/") for d in ignore_dirs if d)
         self.force_polling = force_polling
-        self.observer_factory = observer_factory
+        self.observer_factory = observer_factory or native_observer
+        self.polling_factory = polling_factory or polling_observer
         self.kind = "none"
         self._observer: Observer | None = None
         self._pending = _Pending()
@@ -169,16 +171,14 @@ class Watcher(FileSystemEventHandler):
         self._thread.start()
 
     def _start_observer(self) -> tuple[Observer, str]:
-        if self.observer_factory is not None:
-            return self._schedule(self.observer_factory()), "native"
         if not self.force_polling:
             try:
-                return self._schedule(native_observer()), "native"
-            except OSError as exc:
+                return self._schedule(self.observer_factory()), "native"
+            except OSError as exc:  # e.g. the inotify watch limit is reached
                 log.warning(
                     "native file watching unavailable (%s); polling every second instead", exc
                 )
-        return self._schedule(polling_observer()), "polling"
+        return self._schedule(self.polling_factory()), "polling"
 
     def _schedule(self, observer: Observer) -> Observer:
         observer.schedule(self, str(self.root), recursive=True, event_filter=list(WATCHED_EVENTS))
@@ -212,13 +212,13 @@ class Watcher(FileSystemEventHandler):
             self._mark(rescan=True)
 
     def _translate(self, event: FileSystemEvent) -> tuple[list[str], list[str]]:
+        if not isinstance(event, WATCHED_EVENTS):
+            return [], []  # opens and reads (our own too) and directory mtime changes
         ends = [event.src_path]
         if isinstance(event, FileMovedEvent | DirMovedEvent) and event.dest_path:
             ends.append(event.dest_path)
         rels = [r for r in (self._rel(os.fsdecode(p)) for p in ends) if r is not None]
         if event.is_directory:
-            if not isinstance(event, DirCreatedEvent | DirDeletedEvent | DirMovedEvent):
-                return [], []
             return [], [r for r in rels if self._visible_dir(r)]
         return [r for r in rels if self.accepts(r)], []
 

@@ -1,0 +1,272 @@
+"""The real daemon in a subprocess: file operations become searchable, errors never kill it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from daemon_harness import DaemonProc, Rpc, eventually, short_socket_path, wikimem
+
+from wikimem_watch.config import load_config
+from wikimem_watch.runtime import default_socket_path, lock_path
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def paths_for(rpc: Rpc, q: str) -> set[str]:
+    hits = rpc.result("query", {"q": q, "k": 50, "parse_time": False})["hits"]
+    return {h["path"] for h in hits}
+
+
+def searchable(rpc: Rpc, q: str, expected: set[str]) -> Callable[[], bool]:
+    return lambda: paths_for(rpc, q) == expected
+
+
+def test_status_describes_a_ready_index(daemon: DaemonProc) -> None:
+    rpc = daemon.rpc()
+    status = rpc.result("status")
+    assert status["state"] == "ready" and status["pid"] == daemon.proc.pid
+    assert status["entries"] == {"diary": 1, "wiki": 1, "total": 2}
+    assert status["files"] == 2 and status["skipped"] == []
+    assert status["unresolved_links"] == 1  # [[places]]
+    assert status["socket"] == str(daemon.sock) and status["vault"] == str(daemon.vault.resolve())
+    assert status["watcher"] in ("native", "polling") and status["pending"] == 0
+    assert status["vectors"] == {"state": "off"}
+    for key in ("generation", "last_change_at", "uptime_s", "digest", "version", "host"):
+        assert key in status
+    hello = rpc.result("hello")
+    assert "query" in hello["capabilities"] and hello["protocol"] == 1
+    rpc.close()
+
+
+def test_socket_is_private_and_cache_dir_is_gitignored(daemon: DaemonProc) -> None:
+    assert stat.S_IMODE(daemon.sock.stat().st_mode) == 0o600
+    assert (daemon.vault / ".wikimem" / ".gitignore").read_text() == "*\n"
+    assert stat.S_IMODE(lock_path(load_config(daemon.vault)).parent.stat().st_mode) == 0o700
+
+
+def test_create_edit_and_delete_are_reflected(daemon: DaemonProc) -> None:
+    rpc = daemon.rpc()
+    note = daemon.vault / "wiki" / "boats.md"
+    note.write_text("# Boats\n\n## Dinghy\nA wooden dinghy named zephyrine.\n", encoding="utf-8")
+    eventually(searchable(rpc, "zephyrine", {"wiki/boats.md"}), "created note searchable")
+    note.write_text("# Boats\n\n## Dinghy\nNow called quillwort.\n", encoding="utf-8")
+    eventually(searchable(rpc, "quillwort", {"wiki/boats.md"}), "edit searchable")
+    assert paths_for(rpc, "zephyrine") == set()
+    diary = daemon.vault / "diary" / "2026-07-20.md"
+    with diary.open("a", encoding="utf-8") as fh:
+        fh.write("\n## 21:00\nEvening marmalade tasting.\n")
+    eventually(searchable(rpc, "marmalade", {"diary/2026-07-20.md"}), "appended entry")
+    assert rpc.result("days")["days"] == [{"date": "2026-07-20", "entries": 2}]
+    note.unlink()
+    eventually(searchable(rpc, "quillwort", set()), "deleted note gone")
+    err = rpc.call("note", {"path": "wiki/boats.md"})["error"]
+    assert err["code"] == -32004
+    rpc.close()
+
+
+def test_rename_and_atomic_save_end_like_a_fresh_scan(daemon: DaemonProc) -> None:
+    rpc = daemon.rpc()
+    src, dst = daemon.vault / "wiki" / "people.md", daemon.vault / "wiki" / "friends.md"
+    src.rename(dst)
+    eventually(searchable(rpc, "sailing", {"wiki/friends.md"}), "renamed note")
+    tmp = daemon.vault / "wiki" / ".friends.md.tmp-1234"
+    tmp.write_text("# People\n\n## Ann\nAnn now prefers kayaking.\n", encoding="utf-8")
+    os.replace(tmp, dst)
+    eventually(searchable(rpc, "kayaking", {"wiki/friends.md"}), "atomic save")
+    assert paths_for(rpc, "sailing") == set()
+    swap = daemon.vault / "wiki" / ".friends.md.swp"
+    swap.write_bytes(b"\x00binary swap kayaking")
+    (daemon.vault / "wiki" / "friends.md~").write_text("backup kayaking", encoding="utf-8")
+    assert (
+        wikimem("check", "--vault", str(daemon.vault), "--socket", str(daemon.sock)).returncode == 0
+    )
+    rpc.close()
+
+
+def test_directory_moves_and_deletes_carry_every_note(daemon: DaemonProc) -> None:
+    rpc = daemon.rpc()
+    proj = daemon.vault / "projects" / "alpha"
+    proj.mkdir(parents=True)
+    for i in range(5):
+        (proj / f"n{i}.md").write_text(f"# N{i}\n\nvelvetleaf item {i}\n", encoding="utf-8")
+    expected = {f"projects/alpha/n{i}.md" for i in range(5)}
+    eventually(searchable(rpc, "velvetleaf", expected), "new directory indexed")
+    (daemon.vault / "projects").rename(daemon.vault / "archive")
+    moved = {p.replace("projects/", "archive/") for p in expected}
+    eventually(searchable(rpc, "velvetleaf", moved), "moved directory re-indexed")
+    (daemon.vault / "archive" / "alpha").rename(daemon.vault / ".trash")
+    eventually(searchable(rpc, "velvetleaf", set()), "directory moved into .trash dropped")
+    result = wikimem("check", "--vault", str(daemon.vault), "--socket", str(daemon.sock))
+    assert result.returncode == 0, result.stdout
+    rpc.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_burst_of_files_ends_equal_to_a_fresh_scan(daemon: DaemonProc) -> None:
+    burst = daemon.vault / "burst"
+    burst.mkdir()
+    for i in range(600):
+        (burst / f"b{i:04}.md").write_text(f"# B{i}\n\n## S\nburstword number {i}\n", "utf-8")
+    rpc = daemon.rpc()
+    eventually(lambda: rpc.result("status")["files"] == 602, "all burst files indexed", 60)
+    result = wikimem("check", "--vault", str(daemon.vault), "--socket", str(daemon.sock))
+    assert result.returncode == 0, result.stdout
+    rpc.close()
+
+
+def test_a_second_daemon_for_the_same_vault_exits_naming_the_first(
+    daemon: DaemonProc, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    second = wikimem("serve", str(daemon.vault), "--socket", str(short_socket_path()), timeout=30)
+    assert second.returncode == 2
+    assert f"pid {daemon.proc.pid}" in second.stderr and str(daemon.sock) in second.stderr
+    assert "Traceback" not in second.stderr
+    assert daemon.result("status")["state"] == "ready"
+
+
+def test_restart_after_kill_9_replaces_the_stale_socket_and_lock(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    first = start_daemon(vault)
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait(5)
+    assert first.sock.exists() and lock_path(load_config(vault)).exists()  # left behind
+    second = start_daemon(vault, sock=first.sock)
+    assert second.result("status")["pid"] == second.proc.pid
+
+
+def test_malformed_requests_get_errors_and_the_daemon_keeps_serving(daemon: DaemonProc) -> None:
+    rpc = daemon.rpc()
+    bad_json = rpc.send_raw(b"{this is not json\n")
+    assert bad_json is not None and bad_json["error"]["code"] == -32700
+    assert bad_json["id"] is None
+    unknown = rpc.call("no_such_method")
+    assert unknown["error"]["code"] == -32601
+    bad_params = rpc.call("query", {"q": "coffee", "k": "ten"})
+    assert bad_params["error"]["code"] == -32602 and "k" in bad_params["error"]["message"]
+    batch = rpc.send_raw(b'[{"jsonrpc":"2.0","id":1,"method":"status"}]\n')
+    assert batch is not None and batch["error"]["code"] == -32600
+    # a notification gets no reply: the next reply belongs to the next request
+    rpc.sock.sendall(b'{"jsonrpc":"2.0","method":"status"}\n')
+    assert rpc.call("hello")["id"] == rpc.next_id
+    assert "hits" in rpc.result("query", {"q": "coffee"})
+    rpc.close()
+
+
+def test_an_oversized_line_closes_only_that_connection(daemon: DaemonProc) -> None:
+    other = daemon.rpc()
+    rpc = daemon.rpc()
+    reply = rpc.send_raw(
+        b'{"jsonrpc":"2.0","id":1,"method":"query","params":{"q":"' + b"x" * (1024 * 1024 + 10)
+    )
+    assert reply is not None and reply["error"]["code"] == -32600
+    assert rpc.reader.readline() == b""  # closed
+    rpc.close()
+    assert other.result("hello")["name"] == "wikimem-watch"
+    other.close()
+
+
+def test_an_idle_or_vanished_client_does_not_block_others(daemon: DaemonProc) -> None:
+    idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    idle.connect(str(daemon.sock))
+    idle.sendall(b'{"jsonrpc":"2.0","id":1,"method":"sta')  # half a request, then silence
+    vanished = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    vanished.connect(str(daemon.sock))
+    vanished.sendall(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n')
+    vanished.close()  # gone before its reply
+    errors: list[BaseException] = []
+
+    def client() -> None:
+        try:
+            rpc = daemon.rpc()
+            for _ in range(20):
+                assert rpc.result("query", {"q": "coffee"})["hits"]
+            rpc.close()
+        except BaseException as exc:
+            errors.append(exc)
+            raise
+
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    idle.close()
+    assert not errors
+
+
+def test_sigterm_removes_the_socket_and_lock_and_exits_0(daemon: DaemonProc) -> None:
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.proc.wait(10) == 0
+    assert not daemon.sock.exists()
+    assert not lock_path(load_config(daemon.vault)).exists()
+
+
+def test_cli_commands_go_through_the_daemon(daemon: DaemonProc) -> None:
+    v, s = str(daemon.vault), str(daemon.sock)
+    status = wikimem("status", "--vault", v, "--socket", s, "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["pid"] == daemon.proc.pid
+    query = wikimem("query", "--vault", v, "--socket", s, "--json", "coffee")
+    assert query.returncode == 0 and query.stderr == ""
+    assert json.loads(query.stdout)["hits"][0]["path"] == "diary/2026-07-20.md"
+    batch = wikimem(
+        "query",
+        "--vault",
+        v,
+        "--socket",
+        s,
+        "--json",
+        "-",
+        stdin='{"q": "sailing"}\nnot json\n{"q": "x", "k": 0}\n',
+    )
+    lines = [json.loads(x) for x in batch.stdout.splitlines()]
+    assert lines[0]["hits"][0]["path"] == "wiki/people.md"
+    assert lines[1]["error"]["code"] == -32700 and lines[2]["error"]["code"] == -32602
+    assert wikimem("days", "--socket", s).stdout.split() == ["2026-07-20", "1"]
+    assert "Ann" in wikimem("note", "--socket", s, "wiki/people.md").stdout
+    assert wikimem("day", "--socket", s, "2026-07-20", "--json").returncode == 0
+    assert wikimem("reindex", "--socket", s).returncode == 0
+    assert wikimem("check", "--vault", v, "--socket", s).returncode == 0
+    stop = wikimem("stop", "--socket", s)
+    assert stop.returncode == 0 and str(daemon.proc.pid) in stop.stdout
+    assert daemon.proc.wait(10) == 0
+
+
+def test_check_lists_the_files_that_differ(daemon: DaemonProc) -> None:
+    # a fresh scan that leaves wiki/ out disagrees with the daemon about wiki/people.md
+    v, s = str(daemon.vault), str(daemon.sock)
+    result = wikimem("check", "--vault", v, "--socket", s, "--exclude", "wiki/*")
+    assert result.returncode == 1
+    assert "stale in daemon:   wiki/people.md" in result.stdout
+    assert "diary/" not in result.stdout
+
+
+def test_without_a_daemon_query_answers_in_process_and_says_so(vault: Path) -> None:
+    result = wikimem("query", "--vault", str(vault), "--json", "coffee")
+    assert result.returncode == 0
+    assert result.stderr.count("\n") == 1 and "in-process" in result.stderr
+    assert json.loads(result.stdout)["hits"][0]["path"] == "diary/2026-07-20.md"
+    status = wikimem("status", "--vault", str(vault))
+    assert status.returncode == 2 and status.stderr.startswith("wikimem-watch: no daemon")
+
+
+@pytest.mark.parametrize("custom", [False, True])
+def test_clients_find_the_socket_from_the_vault_alone(
+    vault: Path, start_daemon: Callable[..., DaemonProc], custom: bool
+) -> None:
+    # default path, or a custom --socket found through the vault's lock file
+    sock = short_socket_path() if custom else default_socket_path(load_config(vault))
+    proc = start_daemon(vault, sock=sock)
+    status = wikimem("status", "--vault", str(vault), "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["socket"] == str(proc.sock)
+    query = wikimem("query", "--vault", str(vault), "sailing")
+    assert query.returncode == 0 and query.stderr == ""

@@ -1,0 +1,271 @@
+"""The watcher turns scripted watchdog events into change sets; the OS layer is faked."""
+
+from __future__ import annotations
+
+import logging
+import queue
+from pathlib import Path
+
+import pytest
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileOpenedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+
+from wikimem_watch.vault import NoteFilter
+from wikimem_watch.watcher import ChangeSet, Watcher
+
+
+class FakeObserver:
+    """A scripted observer: tests push events straight into the scheduled handler."""
+
+    def __init__(self) -> None:
+        self.handler: FileSystemEventHandler | None = None
+        self.path = ""
+        self.started = False
+        self.stopped = False
+
+    def schedule(
+        self,
+        event_handler: FileSystemEventHandler,
+        path: str,
+        *,
+        recursive: bool = False,
+        event_filter: list[type[FileSystemEvent]] | None = None,
+    ) -> object:
+        self.handler, self.path = event_handler, path
+        return object()
+
+    def start(self) -> None:
+        self.started = True
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
+    def emit(self, event: FileSystemEvent) -> None:
+        assert self.handler is not None
+        self.handler.dispatch(event)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def make(
+    root: Path, debounce_ms: int = 60_000, max_pending: int = 50_000
+) -> tuple[Watcher, FakeObserver, queue.Queue[ChangeSet]]:
+    fake = FakeObserver()
+    out: queue.Queue[ChangeSet] = queue.Queue()
+    watcher = Watcher(
+        root,
+        out,
+        NoteFilter().accepts,
+        debounce_ms=debounce_ms,
+        max_wait_ms=max(debounce_ms, 1),
+        max_pending=max_pending,
+        observer_factory=lambda: fake,
+    )
+    watcher.start()
+    return watcher, fake, out
+
+
+def flushed(watcher: Watcher, out: queue.Queue[ChangeSet]) -> ChangeSet:
+    watcher.flush_now()
+    return out.get(timeout=5)
+
+
+def test_many_events_on_one_note_coalesce_into_one_change(root: Path) -> None:
+    watcher, fake, out = make(root)
+    try:
+        note = str(root / "diary" / "2026-07-21.md")
+        fake.emit(FileCreatedEvent(note))
+        for _ in range(100):
+            fake.emit(FileModifiedEvent(note))
+        fake.emit(FileClosedEvent(note))
+        assert watcher.pending_count() == 1
+        change = flushed(watcher, out)
+        assert change == ChangeSet(paths=frozenset({"diary/2026-07-21.md"}))
+        assert out.empty()
+        assert watcher.pending_count() == 0
+    finally:
+        watcher.stop()
+
+
+def test_quiet_period_flushes_without_help(root: Path) -> None:
+    watcher, fake, out = make(root, debounce_ms=5)
+    try:
+        fake.emit(FileModifiedEvent(str(root / "a.md")))
+        assert out.get(timeout=5).paths == {"a.md"}
+    finally:
+        watcher.stop()
+
+
+def test_file_move_yields_both_ends(root: Path) -> None:
+    watcher, fake, out = make(root)
+    try:
+        fake.emit(FileMovedEvent(str(root / "wiki/old.md"), str(root / "wiki/new.md")))
+        assert flushed(watcher, out).paths == {"wiki/old.md", "wiki/new.md"}
+    finally:
+        watcher.stop()
+
+
+def test_atomic_save_temp_then_rename_keeps_only_the_note(root: Path) -> None:
+    watcher, fake, out = make(root)
+    try:
+        tmp, note = str(root / ".note.md.tmp123"), str(root / "note.md")
+        fake.emit(FileCreatedEvent(tmp))
+        fake.emit(FileModifiedEvent(tmp))
+        fake.emit(FileMovedEvent(tmp, note))
+        assert flushed(watcher, out).paths == {"note.md"}
+    finally:
+        watcher.stop()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [".note.md.swp", "note.md~", "4913", "#note.md#", "~$note.md", ".wikimem/x.md", ".git/a.md"],
+)
+def test_swap_backup_cache_and_dot_folder_files_cause_no_work(root: Path, name: str) -> None:
+    watcher, fake, out = make(root)
+    try:
+        fake.emit(FileCreatedEvent(str(root / name)))
+        fake.emit(FileModifiedEvent(str(root / name)))
+        assert watcher.pending_count() == 0
+        watcher.flush_now()
+        assert out.empty()
+    finally:
+        watcher.stop()
+
+
+def test_reads_and_directory_modifications_are_ignored(root: Path) -> None:
+    watcher, fake, out = make(root)
+    try:
+        fake.emit(FileOpenedEvent(str(root / "a.md")))
+        fake.emit(DirModifiedEvent(str(root / "wiki")))
+        assert watcher.pending_count() == 0
+    finally:
+        watcher.stop()
+
+
+def test_directory_move_and_delete_are_directories_to_relist(root: Path) -> None:
+    watcher, fake, out = make(root)
+    try:
+        fake.emit(DirMovedEvent(str(root / "notes/2025"), str(root / "archive/2025")))
+        fake.emit(DirDeletedEvent(str(root / "scratch")))
+        fake.emit(DirCreatedEvent(str(root / "fresh")))
+        fake.emit(DirCreatedEvent(str(root / ".git/objects")))
+        change = flushed(watcher, out)
+        assert change.dirs == {"notes/2025", "archive/2025", "scratch", "fresh"}
+        assert not change.paths and not change.rescan
+    finally:
+        watcher.stop()
+
+
+def test_directory_moved_into_a_dot_folder_relists_only_the_source(root: Path) -> None:
+    watcher, fake, out = make(root)
+    try:
+        fake.emit(DirMovedEvent(str(root / "wiki"), str(root / ".trash/wiki")))
+        assert flushed(watcher, out).dirs == {"wiki"}
+    finally:
+        watcher.stop()
+
+
+def test_events_outside_the_vault_are_dropped(root: Path) -> None:
+    watcher, fake, out = make(root / "vault")
+    try:
+        fake.emit(FileMovedEvent(str(root / "elsewhere.md"), str(root / "vault/in.md")))
+        fake.emit(FileDeletedEvent(str(root / "other/x.md")))
+        assert flushed(watcher, out).paths == {"in.md"}
+    finally:
+        watcher.stop()
+
+
+def test_overflow_turns_the_change_into_a_full_rescan(root: Path) -> None:
+    watcher, fake, out = make(root)
+    try:
+        fake.emit(FileModifiedEvent(str(root / "a.md")))
+        watcher.overflow()
+        fake.emit(FileModifiedEvent(str(root / "b.md")))
+        assert flushed(watcher, out) == ChangeSet(rescan=True)
+        fake.emit(FileModifiedEvent(str(root / "c.md")))
+        assert flushed(watcher, out).paths == {"c.md"}  # back to normal afterwards
+    finally:
+        watcher.stop()
+
+
+def test_watchdog_overflow_warning_requests_a_rescan(root: Path) -> None:
+    watcher, fake, out = make(root)
+    try:
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost"
+        )
+        assert flushed(watcher, out).rescan
+    finally:
+        watcher.stop()
+
+
+def test_more_pending_paths_than_the_cap_become_a_rescan(root: Path) -> None:
+    watcher, fake, out = make(root, max_pending=10)
+    try:
+        for i in range(11):
+            fake.emit(FileCreatedEvent(str(root / f"n{i}.md")))
+        assert flushed(watcher, out) == ChangeSet(rescan=True)
+    finally:
+        watcher.stop()
+
+
+def test_an_event_on_the_vault_root_directory_is_a_rescan(root: Path) -> None:
+    watcher, fake, out = make(root)
+    try:
+        fake.emit(DirCreatedEvent(str(root)))
+        assert flushed(watcher, out).rescan
+    finally:
+        watcher.stop()
+
+
+def test_native_observer_failure_falls_back_to_polling(root: Path) -> None:
+    polling = FakeObserver()
+
+    def broken() -> FakeObserver:
+        raise OSError(28, "inotify watch limit reached")
+
+    out: queue.Queue[ChangeSet] = queue.Queue()
+    watcher = Watcher(
+        root, out, NoteFilter().accepts, observer_factory=broken, polling_factory=lambda: polling
+    )
+    watcher.start()
+    try:
+        assert watcher.kind == "polling" and polling.started
+    finally:
+        watcher.stop()
+    assert polling.stopped
+
+
+def test_force_polling_skips_the_native_observer(root: Path) -> None:
+    native, polling = FakeObserver(), FakeObserver()
+    out: queue.Queue[ChangeSet] = queue.Queue()
+    watcher = Watcher(
+        root,
+        out,
+        NoteFilter().accepts,
+        force_polling=True,
+        observer_factory=lambda: native,
+        polling_factory=lambda: polling,
+    )
+    watcher.start()
+    watcher.stop()
+    assert watcher.kind == "polling" and not native.started and polling.started
