@@ -16,14 +16,28 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from wikimem_watch.timeparse import parse_time_range
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "bench" / "locomo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+_CALENDAR = re.compile(
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:19|20)\d\d\b", re.I
+)
+
+
+def names_calendar_date(question: str, asked_at: str) -> bool:
+    """True when the time parser opens a window on an absolute date (a month name or a year)."""
+    found = parse_time_range(question, now=datetime.fromisoformat(f"{asked_at}T12:00"))
+    return found is not None and bool(_CALENDAR.search(found.matched))
 
 
 def run_conversation(
@@ -81,6 +95,10 @@ def score(
         rows[f"{cat}:r5"].append(len(evidence & set(sources[:5])) / len(evidence))
         rows[f"{cat}:r10"].append(len(evidence & set(sources[:10])) / len(evidence))
         rows[f"{cat}:mrr"].append(rr)
+        if cat != 5 and names_calendar_date(str(q["question"]), str(q["asked_at"])):
+            rows["dated:r5"].append(rows[f"{cat}:r5"][-1])
+            rows["dated:r10"].append(rows[f"{cat}:r10"][-1])
+            rows["dated:mrr"].append(rr)
     return rows
 
 
@@ -130,24 +148,17 @@ def main() -> int:
 
 
 def summarise(rows: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    """Means per category, over categories 1-4, and over the questions that name a date."""
+    groups: dict[str, list[str]] = {name: [str(cat)] for cat, name in CATEGORIES.items()}
+    groups["overall(1-4)"] = ["1", "2", "3", "4"]
+    groups["names-a-date"] = ["dated"]
     out: dict[str, dict[str, float]] = {}
-    for cat, name in CATEGORIES.items():
-        if rows.get(f"{cat}:r10"):
-            out[name] = {
-                "n": len(rows[f"{cat}:r10"]),
-                **{
-                    m: sum(rows[f"{cat}:{m}"]) / len(rows[f"{cat}:{m}"])
-                    for m in ("r5", "r10", "mrr")
-                },
-            }
-    main4 = {
-        m: [v for c in (1, 2, 3, 4) for v in rows.get(f"{c}:{m}", [])] for m in ("r5", "r10", "mrr")
-    }
-    if main4["r10"]:
-        out["overall(1-4)"] = {
-            "n": len(main4["r10"]),
-            **{m: sum(v) / len(v) for m, v in main4.items()},
+    for name, keys in groups.items():
+        vals = {
+            m: [v for k in keys for v in rows.get(f"{k}:{m}", [])] for m in ("r5", "r10", "mrr")
         }
+        if vals["r10"]:
+            out[name] = {"n": len(vals["r10"]), **{m: sum(v) / len(v) for m, v in vals.items()}}
     return out
 
 

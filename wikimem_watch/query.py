@@ -6,6 +6,7 @@ engine's lock, so a query sees one consistent generation of the index.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
@@ -28,6 +29,10 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 _EPOCH = date(1970, 1, 1).toordinal()
 WIDEN_STEPS_DAYS = (1, 3)
+# A matched time expression that names a calendar date: a year, a month name, or M月.
+_ABSOLUTE = re.compile(
+    r"\d{4}|\d+\s*月|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I
+)
 
 
 class VectorSignal(Protocol):
@@ -48,6 +53,7 @@ class Gate:
     end_time: str | None = None
     matched: str | None = None
     widened: int = 0  # days added on each side
+    fallback: str | None = None  # why a parsed window was not applied: "weak" | "empty"
 
     def contains(self, entry: Entry) -> bool:
         if entry.date is None:
@@ -73,6 +79,7 @@ class Gate:
             "source": self.source,
             "matched": self.matched,
             "widened_days": self.widened,
+            "fallback": self.fallback,
         }
 
 
@@ -111,6 +118,12 @@ def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bo
     found = parse_time_range(req.q, now=now.replace(tzinfo=None))
     if found is None:
         return None, req.q, False
+    if not _ABSOLUTE.search(found.matched):
+        # "last week, as mentioned on 6 November 2023": a calendar date in the same question
+        # is a firmer anchor than a relative word resolved against `now`.
+        second = parse_time_range(found.rest, now=now.replace(tzinfo=None))
+        if second is not None and _ABSOLUTE.search(second.matched):
+            found = second
     gate = Gate(
         found.start,
         found.end,
@@ -248,9 +261,18 @@ def _gate(
     day: npt.NDArray[np.int32],
     is_wiki: npt.NDArray[np.bool_],
 ) -> tuple[I64, F64, Gate]:
-    """Keep wiki items and the diary entries inside the window; widen an empty window."""
-    steps = (0, *WIDEN_STEPS_DAYS)
-    for days in steps:
+    """Keep wiki items and the diary entries inside the window.
+
+    A window whose best diary match is missing or weak (below ``gate_fallback_ratio`` of the
+    best diary match anywhere) widens by ±1 then ±3 days. A *parsed* window that is still weak
+    is not applied at all (``fallback``): a time word the parser read right can still point
+    away from the evidence, and narrow must not become wrong. An explicit window always holds.
+    """
+    diary = ~is_wiki[slots]
+    best_all = float(raw[diary].max()) if diary.any() else 0.0
+    ratio = engine.config.gate_fallback_ratio
+    g = gate
+    for days in (0, *WIDEN_STEPS_DAYS):
         g = gate.widen(days) if days else gate
         d = day[slots]
         inside = (d >= g.start.toordinal()) & (d <= g.end.toordinal())
@@ -258,10 +280,14 @@ def _gate(
             inside &= np.fromiter(
                 (g.contains(engine.slot_entry(s)) for s in slots), bool, slots.size
             )
-        if inside.any() or days == steps[-1]:
+        best_in = float(raw[inside].max()) if inside.any() else 0.0
+        if best_in > 0.0 and best_in >= ratio * best_all:
             keep = is_wiki[slots] | inside
             return slots[keep], raw[keep], g
-    raise AssertionError("unreachable")
+    if gate.source == "parsed" and best_all > 0.0:
+        return slots, raw, replace(g, fallback="weak" if inside.any() else "empty")
+    keep = is_wiki[slots] | inside
+    return slots[keep], raw[keep], g
 
 
 def _weights(engine: Engine, req: QueryRequest) -> Weights:

@@ -166,3 +166,39 @@ def test_time_range_expression_is_explicit(example_engine: Engine) -> None:
     assert isinstance(gate, dict) and (gate["start"], gate["end"]) == ("2026-10-01", "2026-10-31")
     with pytest.raises(BadRequest):
         ask(example_engine, q="dentist", time_range="whenever")
+
+
+def test_parsed_window_with_no_match_falls_back_and_says_so(example_engine: Engine) -> None:
+    # 昨天 = 2026-11-28; the dentist entries are weeks earlier.
+    result = ask(example_engine, q="昨天 dentist", kinds=["diary"], now="2026-11-29T10:00:00")
+    gate = result["time_range"]
+    assert isinstance(gate, dict) and gate["fallback"] in ("weak", "empty")
+    assert any("dentist" in str(h["text"]).lower() for h in hits(result))
+
+
+def test_explicit_window_never_falls_back(example_engine: Engine) -> None:
+    result = ask(
+        example_engine, q="dentist", time_range=["2026-11-28", "2026-11-28"], kinds=["diary"]
+    )
+    gate = result["time_range"]
+    assert isinstance(gate, dict) and gate["fallback"] is None
+    assert all(
+        h["date"]
+        in (
+            "2026-11-25",
+            "2026-11-26",
+            "2026-11-27",
+            "2026-11-28",
+            "2026-11-29",
+            "2026-11-30",
+            "2026-12-01",
+        )
+        for h in hits(result)
+    )
+
+
+def test_a_calendar_date_anchors_over_a_relative_word(example_engine: Engine) -> None:
+    result = ask(example_engine, q="what did I cook last week, as noted on 14 November 2026")
+    gate = result["time_range"]
+    assert isinstance(gate, dict) and "14 November 2026" in str(gate["matched"])
+    assert "week" not in result["query_terms"]  # type: ignore[operator]
