@@ -270,3 +270,17 @@ def test_clients_find_the_socket_from_the_vault_alone(
     assert json.loads(status.stdout)["socket"] == str(proc.sock)
     query = wikimem("query", "--vault", str(vault), "sailing")
     assert query.returncode == 0 and query.stderr == ""
+
+
+def test_directories_moved_out_of_and_into_the_vault(daemon: DaemonProc, tmp_path: Path) -> None:
+    rpc = daemon.rpc()
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    for i in range(3):
+        (outside / "sub" / f"o{i}.md").write_text(f"# O{i}\n\nwanderlust {i}\n", "utf-8")
+    outside.rename(daemon.vault / "imported")
+    inside = {f"imported/sub/o{i}.md" for i in range(3)}
+    eventually(searchable(rpc, "wanderlust", inside), "directory moved in")
+    (daemon.vault / "imported").rename(tmp_path / "gone")
+    eventually(searchable(rpc, "wanderlust", set()), "directory moved out")
+    rpc.close()
