@@ -156,17 +156,17 @@ class VectorCache:
         spans = [s for s in spans if s[0] not in self._hid]
         if not spans:
             return
-        rows = np.concatenate([np.arange(s, s + n) for _, s, n in spans])
+        counts = np.array([n for _, _, n in spans], dtype=np.int64)
+        rows = _rows_of(np.array([s for _, s, _ in spans], dtype=np.int64), counts)
         self._dim = self._dim or int(matrix.shape[1])
         need = self._n_rows + len(rows)
         if need > self._mat.shape[0] or self._mat.shape[1] != self._dim:
-            grown = np.zeros((max(need, 2 * self._mat.shape[0], 64), self._dim), np.float32)
+            capacity = max(need + need // 8, self._mat.shape[0] * 5 // 4, 64)  # amortised growth
+            grown = np.zeros((capacity, self._dim), np.float32)
             grown[: self._n_rows] = self._mat[: self._n_rows]
             self._mat = grown
         self._mat[self._n_rows : need] = matrix[rows]
-        counts = np.array([n for _, _, n in spans], dtype=np.int64)
-        starts = self._n_rows + np.cumsum(counts) - counts
-        self._starts = np.concatenate([self._starts, starts])
+        self._starts = np.concatenate([self._starts, self._n_rows + np.cumsum(counts) - counts])
         for h, _, _ in spans:
             self._hid[h] = len(self._hashes)
             self._hashes.append(h)
@@ -195,23 +195,31 @@ class VectorCache:
         q = np.asarray(query, dtype=np.float32).ravel()
         if q.shape[0] != self._dim:
             raise EmbedError(f"query has dim {q.shape[0]}, the cache holds dim {self._dim}")
-        ends = np.append(self._starts[1:], self._n_rows)[ids]
-        starts = self._starts[ids]
-        counts = ends - starts
         if len(ids) * 4 >= len(self._hashes):  # dense: one matrix-vector product
             scores = self._mat[: self._n_rows] @ q
-            best: FloatMatrix = np.maximum.reduceat(scores, self._starts)[ids]
+            if self._n_rows > len(self._hashes):  # some hash has several chunks
+                scores = np.maximum.reduceat(scores, self._starts)
+            best: FloatMatrix = scores[ids]
             return best
+        starts, counts = self._starts[ids], self._counts(ids)
         offsets = np.cumsum(counts) - counts
-        rows = np.arange(int(counts.sum())) + np.repeat(starts - offsets, counts)
-        best = np.maximum.reduceat(self._mat[rows] @ q, offsets)
+        best = np.maximum.reduceat(self._mat[_rows_of(starts, counts)] @ q, offsets)
         return best
+
+    def _counts(self, ids: IntArray) -> IntArray:
+        import numpy as np
+
+        ends: IntArray = np.append(self._starts[1:], self._n_rows)[ids]
+        return ends - self._starts[ids]
 
     def _ids(self, hashes: Iterable[str]) -> IntArray:
         import numpy as np
 
-        hid = self._hid
-        return np.unique(np.fromiter((hid[h] for h in hashes if h in hid), dtype=np.int64))
+        get = self._hid.get
+        found = np.fromiter((get(h, -1) for h in hashes), dtype=np.int64)
+        mask = np.zeros(len(self._hashes), dtype=bool)
+        mask[found[found >= 0]] = True  # dedupes and sorts in O(n)
+        return np.flatnonzero(mask)
 
     def search(
         self, query: FloatMatrix, hashes: Collection[str] | None, k: int
@@ -291,19 +299,11 @@ class VectorCache:
         with self._lock:
             if self.state == "mismatch" or not self._disk_rows:
                 return False
-            live_rows = sum(self._count(h) for h in live if h in self._hid)
+            live_rows = int(self._counts(self._ids(live)).sum())
             dead = self._disk_rows - live_rows
             return len(self._segments) > self.max_segments or (
                 dead > self.max_dead_fraction * self._disk_rows
             )
-
-    def _first(self, h: str) -> int:
-        return int(self._starts[self._hid[h]])
-
-    def _count(self, h: str) -> int:
-        i = self._hid[h]
-        end = int(self._starts[i + 1]) if i + 1 < len(self._hashes) else self._n_rows
-        return end - int(self._starts[i])
 
     def compact(self, live: Collection[str]) -> None:
         """Write a new base holding exactly the ``live`` rows held; remove what it replaces.
@@ -311,15 +311,15 @@ class VectorCache:
         Only files this process loaded or wrote are removed; segments synced in since
         then stay for the next load. Stale temp files and old orphans go too.
         """
-        import numpy as np
-
         with self._lock:
             if self.state == "mismatch":
                 return
-            kept = [self._hashes[i] for i in np.sort(self._ids(live)).tolist()]
-            rows = [np.arange(self._first(h), self._first(h) + self._count(h)) for h in kept]
-            matrix = self._mat[np.concatenate(rows) if rows else np.zeros(0, np.int64)]
-            spans = packed([(h, self._count(h)) for h in kept])
+            ids = self._ids(live)
+            counts = self._counts(ids)
+            matrix = self._mat[_rows_of(self._starts[ids], counts)]
+            spans = packed(
+                zip([self._hashes[i] for i in ids.tolist()], counts.tolist(), strict=True)
+            )
             self.ensure_dir()
             generation = self._generation + 1
             while (self.cache_dir / f"vectors-{generation:06d}.npy").exists():
@@ -362,3 +362,12 @@ class VectorCache:
                 "dropped": list(self.dropped),
                 "last_error": self.last_error,
             }
+
+
+def _rows_of(starts: IntArray, counts: IntArray) -> IntArray:
+    """Row indices of spans given by first row and row count, in order (vectorised)."""
+    import numpy as np
+
+    offsets = np.cumsum(counts) - counts
+    rows: IntArray = np.arange(int(counts.sum())) + np.repeat(starts - offsets, counts)
+    return rows

@@ -136,6 +136,8 @@ def test_long_entry_gets_one_vector_per_chunk_and_the_best_chunk_counts(tmp_path
     chunks = emb.embed_documents([taxes]) @ query
     assert hits[0][0] == content_hash(long_text)
     assert hits[0][1] == pytest.approx(float(chunks[0]), abs=1e-6) and hits[0][1] > whole
+    sparse = cache.cosines(query, [content_hash(long_text)])  # the few-candidates path
+    assert sparse[content_hash(long_text)] == pytest.approx(hits[0][1], abs=1e-6)
 
 
 def test_search_is_restricted_to_the_given_hashes_and_cosines_match(tmp_path: Path) -> None:
