@@ -1,0 +1,45 @@
+"""The docs cannot drift from the code: every protocol method is documented, with examples."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from wikimem_watch.methods import METHODS
+from wikimem_watch.protocol import decode_request
+from wikimem_watch.server import METHODS as SERVER_METHODS
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+PROTOCOL = (DOCS / "protocol.md").read_text(encoding="utf-8")
+
+
+def documented_methods() -> set[str]:
+    return set(re.findall(r"^### `([a-z_]+)`", PROTOCOL, flags=re.M))
+
+
+def test_every_dispatched_method_is_documented() -> None:
+    missing = set(SERVER_METHODS) - documented_methods()
+    assert not missing, f"docs/protocol.md lacks a '### `name`' section for {sorted(missing)}"
+
+
+def test_no_documented_method_is_missing_from_the_server() -> None:
+    assert documented_methods() <= set(METHODS)
+
+
+def test_every_method_section_has_a_request_and_a_reply_example() -> None:
+    sections = re.split(r"^### ", PROTOCOL, flags=re.M)[1:]
+    for section in sections:
+        name = section.split("`")[1]
+        requests = [ln[2:] for ln in section.splitlines() if ln.startswith("→ ")]
+        replies = [ln[2:] for ln in section.splitlines() if ln.startswith("← ")]
+        assert requests and replies, f"{name}: no example lines"
+        for line in requests:
+            assert decode_request(line.encode()).method == name
+        for line in replies:
+            assert "result" in json.loads(line), f"{name}: example reply is not a result"
+
+
+def test_every_error_code_the_protocol_uses_is_in_the_table() -> None:
+    for code in ("-32700", "-32600", "-32601", "-32602", "-32603", "-32004"):
+        assert f"| {code} |" in PROTOCOL
