@@ -22,6 +22,7 @@ import logging
 import re
 import threading
 from collections.abc import Collection, Iterable, Mapping
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -215,8 +216,7 @@ class VectorCache:
     def _ids(self, hashes: Iterable[str]) -> IntArray:
         import numpy as np
 
-        get = self._hid.get
-        found = np.fromiter((get(h, -1) for h in hashes), dtype=np.int64)
+        found = np.fromiter(map(self._hid.get, hashes, repeat(-1)), dtype=np.int64)
         mask = np.zeros(len(self._hashes), dtype=bool)
         mask[found[found >= 0]] = True  # dedupes and sorts in O(n)
         return np.flatnonzero(mask)
