@@ -81,6 +81,8 @@ class VectorSync:
         """
         with self._run_lock:
             cache = self.cache
+            if cache.state == "off":  # never embed against an unread cache: it would redo all
+                cache.load()
             marker = cache.cache_dir / REBUILD_MARKER
             if rebuild and not _marker_matches(marker, cache.fingerprint):
                 cache.clear()

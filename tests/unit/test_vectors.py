@@ -420,3 +420,11 @@ def test_vector_service_degrades_to_none_when_the_query_cannot_be_embedded(
     emb.embed_query = lambda text: emb.embed_documents([text])[0]  # type: ignore[method-assign]
     assert service.cosines("a", [], 1) is None and service.cosines("b", [], 1) is None
     assert sum("BM25 only" in r.message for r in caplog.records) == 1
+
+
+def test_sync_reads_an_unloaded_cache_before_embedding(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    VectorSync(emb, open_cache(tmp_path, emb)).sync(vault(4))
+    emb.calls.clear()
+    unloaded = VectorCache(tmp_path, emb.fingerprint)
+    assert VectorSync(emb, unloaded).sync(vault(4)) == 0 and emb.calls == []
