@@ -48,7 +48,7 @@ from .watcher import ChangeSet, ObserverFactory, Watcher
 
 log = logging.getLogger(__name__)
 
-CHUNK_FILES = 256  # files applied per engine-lock hold while scanning: queries stay responsive
+CHUNK_FILES = 64  # files applied per engine-lock hold while scanning: queries stay responsive
 SAFETY_RESCAN_S = 300.0
 UNRESOLVED_REFRESH_S = 5.0
 
@@ -344,10 +344,11 @@ class Daemon:
 
     def _unresolved_count(self) -> int:
         """Counting unresolved links walks every link (~0.1 s at 100k entries, under the
-        lock): do it at most once per generation and per ``UNRESOLVED_REFRESH_S``."""
+        lock): do it once ready, at most once per generation and per ``UNRESOLVED_REFRESH_S``."""
         gen, count, at = self._unresolved
         now = time.monotonic()
-        if gen != self.engine.generation and (gen < 0 or now - at >= UNRESOLVED_REFRESH_S):
+        stale = gen != self.engine.generation and (gen < 0 or now - at >= UNRESOLVED_REFRESH_S)
+        if stale and self.state == "ready":
             count = len(self.engine.unresolved_links())
             self._unresolved = (self.engine.generation, count, now)
         return count

@@ -284,3 +284,13 @@ def test_directories_moved_out_of_and_into_the_vault(daemon: DaemonProc, tmp_pat
     (daemon.vault / "imported").rename(tmp_path / "gone")
     eventually(searchable(rpc, "wanderlust", set()), "directory moved out")
     rpc.close()
+
+
+@pytest.mark.timeout(60)
+def test_poll_mode_watches_by_polling(vault: Path, start_daemon: Callable[..., DaemonProc]) -> None:
+    proc = start_daemon(vault, "--poll")
+    rpc = proc.rpc()
+    assert rpc.result("status")["watcher"] == "polling"
+    (vault / "wiki" / "polled.md").write_text("# P\n\nbrambleberry\n", "utf-8")
+    eventually(searchable(rpc, "brambleberry", {"wiki/polled.md"}), "polled change", 20)
+    rpc.close()

@@ -1,0 +1,96 @@
+"""Per-machine socket and lock paths, and the one-daemon-per-vault lock."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from wikimem_watch.config import Config
+from wikimem_watch.runtime import (
+    AF_UNIX_MAX_BYTES,
+    AlreadyRunning,
+    DaemonLock,
+    LockInfo,
+    default_socket_path,
+    ensure_cache_dir,
+    host_tag,
+    lock_path,
+    read_live_lock,
+)
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    return run
+
+
+def info(path: Path) -> LockInfo:
+    return LockInfo(os.getpid(), "/tmp/x.sock", host_tag(), str(path), 1.0)
+
+
+def test_the_default_socket_is_per_host_inside_the_cache_dir(tmp_path: Path) -> None:
+    path = default_socket_path(Config(vault=tmp_path))
+    assert path == tmp_path / ".wikimem" / f"daemon-{host_tag()}.sock"
+
+
+def test_a_socket_path_too_long_for_af_unix_moves_to_the_runtime_dir(
+    tmp_path: Path, runtime: Path
+) -> None:
+    deep = tmp_path / ("d" * (AF_UNIX_MAX_BYTES + 1))
+    path = default_socket_path(Config(vault=deep))
+    assert path.parent == runtime / "wikimem-watch" and path.suffix == ".sock"
+    assert len(os.fsencode(path)) <= AF_UNIX_MAX_BYTES
+    assert default_socket_path(Config(vault=deep)) == path  # clients derive the same one
+
+
+def test_without_xdg_runtime_dir_a_private_temp_dir_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    lock = lock_path(Config(vault=tmp_path))
+    assert lock.parent.name == f"wikimem-watch-{os.getuid()}"
+
+
+def test_host_tag_is_safe_in_a_file_name() -> None:
+    tag = host_tag()
+    assert tag and "/" not in tag and " " not in tag and len(tag) <= 32
+
+
+def test_a_held_lock_refuses_a_second_daemon_naming_the_first(
+    tmp_path: Path, runtime: Path
+) -> None:
+    path = lock_path(Config(vault=tmp_path))
+    first = DaemonLock.acquire(path, info(tmp_path))
+    try:
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        live = read_live_lock(path)
+        assert live is not None and live.pid == os.getpid() and live.socket == "/tmp/x.sock"
+        with pytest.raises(AlreadyRunning, match=f"pid {os.getpid()}, socket /tmp/x.sock"):
+            DaemonLock.acquire(path, info(tmp_path))
+    finally:
+        first.release()
+    assert not path.exists() and read_live_lock(path) is None
+
+
+def test_a_stale_lock_file_is_replaced(tmp_path: Path, runtime: Path) -> None:
+    path = lock_path(Config(vault=tmp_path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"pid": 999999, "socket": "/gone.sock"}', encoding="utf-8")  # nobody holds it
+    assert read_live_lock(path) is None
+    lock = DaemonLock.acquire(path, info(tmp_path))
+    try:
+        live = read_live_lock(path)
+        assert live is not None and live.pid == os.getpid()
+    finally:
+        lock.release()
+
+
+def test_the_cache_dir_gets_a_gitignore_of_everything(tmp_path: Path) -> None:
+    ensure_cache_dir(Config(vault=tmp_path))
+    assert (tmp_path / ".wikimem" / ".gitignore").read_text() == "*\n"
