@@ -27,6 +27,7 @@ from .models import Entry, Link
 from .parse import parse_note
 from .tokenize import STOP_WORDS, Tokenizer
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
+from .vector_sync import VectorService, embedding_text
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,9 @@ class Engine:
         self._slot_day = np.zeros(0, dtype=np.int32)
         self._slot_wiki = np.zeros(0, dtype=bool)
         self._slot_epoch = np.zeros(0, dtype=np.float64)
+        self._by_hash: dict[str, set[str]] = {}
+        # Set by the owner (daemon or CLI) when an embedder is configured: ADR-0007.
+        self.vectors: VectorService | None = None
 
     # ------------------------------------------------------------------ mutation
 
@@ -107,7 +111,14 @@ class Engine:
             if stats.changed or stats.removed:
                 self.generation += 1
                 self.last_change_at = time.time()
+                if self.vectors is not None:
+                    self.vectors.update(self.embedding_inputs())
         return stats
+
+    def embedding_inputs(self) -> dict[str, str]:
+        """Every live entry's content hash → the text to embed for it."""
+        with self.lock:
+            return {e.hash: embedding_text(e.heading, e.text) for e in self.entries.values()}
 
     def _apply_one(self, rel: str, stats: ApplyStats) -> None:
         if not self.note_filter.accepts(rel):
@@ -154,6 +165,10 @@ class Engine:
             if slot is not None:
                 self._slot_entry[slot] = None
             self._digest ^= _entry_digest(entry)
+            same = self._by_hash[entry.hash]
+            same.discard(entry_id)
+            if not same:
+                del self._by_hash[entry.hash]
             if entry.date is not None:
                 day = self.days[entry.date]
                 day.remove(entry_id)
@@ -172,6 +187,7 @@ class Engine:
         self._slot_epoch[slot] = entry_epoch_days(entry)
         self.entries[entry.id] = entry
         self._digest ^= _entry_digest(entry)
+        self._by_hash.setdefault(entry.hash, set()).add(entry.id)
         if entry.date is not None:
             day = self.days.setdefault(entry.date, [])
             day.append(entry.id)
@@ -208,6 +224,16 @@ class Engine:
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
         """Per-slot day ordinal (0 = none), is-wiki flag and entry time in epoch days."""
         return self._slot_day, self._slot_wiki, self._slot_epoch
+
+    def slots_of_hashes(self, hashes: Iterable[str]) -> npt.NDArray[np.int64]:
+        """Index slots of the live entries whose content hash is in ``hashes``."""
+        slots = [
+            slot
+            for h in hashes
+            for entry_id in self._by_hash.get(h, ())
+            if (slot := self.index.slot(entry_id)) is not None
+        ]
+        return np.array(slots, dtype=np.int64)
 
     def resolve(self, link: Link) -> list[Entry]:
         """The entries a link points at (a section, or the whole note); [] when unresolvable."""

@@ -144,6 +144,7 @@ def run_query(
 ) -> dict[str, object]:
     """Answer one query. The result is exactly what ``query --json`` prints."""
     started = time.perf_counter()
+    vectors = vectors if vectors is not None else engine.vectors
     now = _local_now(req)
     gate, text, time_only = resolve_gate(req, now)
     terms = engine.tokenizer(text)
@@ -202,6 +203,13 @@ def _ranked(
 ) -> tuple[list[dict[str, object]], Gate | None, bool]:
     slots, raw = engine.index.score(terms)
     day, is_wiki, epoch = engine.slot_arrays()
+    weights = _weights(engine, req)
+    found = _cosines(engine, req, vectors, text, slots, weights)
+    if found:
+        # A candidate found by the vectors alone still ranks (with a BM25 score of 0).
+        extra = np.setdiff1d(engine.slots_of_hashes(found), slots, assume_unique=False)
+        slots = np.concatenate([slots, extra])
+        raw = np.concatenate([raw, np.zeros(extra.size)])
     keep = np.ones(slots.size, dtype=bool)
     if "wiki" not in req.kinds:
         keep &= ~is_wiki[slots]
@@ -212,13 +220,13 @@ def _ranked(
     slots, raw = slots[keep], raw[keep]
     if gate is not None:
         slots, raw, gate = _gate(engine, gate, slots, raw, day, is_wiki)
-    weights = _weights(engine, req)
-    cos, embedding_used = _vector_scores(engine, req, vectors, text, slots, weights)
-    fused = weights.bm25 * normalise_max(raw)
-    present = ~np.isnan(cos)
-    cos_norm = (
-        normalise_minmax(np.nan_to_num(cos), present) if embedding_used else np.zeros_like(raw)
-    )
+    embedding_used = found is not None
+    cos = np.full(slots.size, np.nan)
+    if found:
+        cos = np.array([found.get(engine.slot_entry(s).hash, np.nan) for s in slots])
+    bm25_norm = normalise_max(raw)
+    fused = weights.bm25 * bm25_norm
+    cos_norm = normalise_minmax(np.nan_to_num(cos), ~np.isnan(cos))
     fused += weights.vector * cos_norm
     now_days = now.toordinal() - _EPOCH + (now.hour * 60 + now.minute) / 1440.0
     half_life = req.half_life_days or engine.config.half_life_days
@@ -235,7 +243,7 @@ def _ranked(
         if req.explain:
             hit["explain"] = {
                 "bm25_raw": float(raw[j]),
-                "bm25_norm": float(normalise_max(raw)[j]),
+                "bm25_norm": float(bm25_norm[j]),
                 "cosine": None if np.isnan(cos[j]) else float(cos[j]),
                 "cosine_norm": float(cos_norm[j]),
                 "recency": float(rec[j]),
@@ -297,22 +305,19 @@ def _weights(engine: Engine, req: QueryRequest) -> Weights:
     return Weights(w["bm25"], w["vector"], w["recency"])
 
 
-def _vector_scores(
+def _cosines(
     engine: Engine,
     req: QueryRequest,
     vectors: VectorSignal | None,
     text: str,
     slots: I64,
     weights: Weights,
-) -> tuple[F64, bool]:
-    nan = np.full(slots.size, np.nan)
+) -> dict[str, float] | None:
+    """Cosine per content hash for the BM25 candidates and the nearest others; None = BM25 only."""
     if vectors is None or weights.vector <= 0 or not text.strip():
-        return nan, False
+        return None
     hashes = [engine.slot_entry(s).hash for s in slots]
-    found = vectors.cosines(text, hashes, max(50, req.k * 5))
-    if found is None:
-        return nan, False
-    return np.array([found.get(h, np.nan) for h in hashes], dtype=np.float64), True
+    return vectors.cosines(text, hashes, max(50, req.k * 5))
 
 
 def _hit(entry: Entry, score: float | None, matched: list[str]) -> dict[str, object]:
