@@ -255,6 +255,8 @@ class Daemon:
         total = ApplyStats()
         batch = list(dict.fromkeys(paths))
         for i in range(0, len(batch), CHUNK_FILES):
+            if self._stop_requested:
+                break  # stopping: the chunk in hand was finished; the next start rescans
             stats = self.engine.apply(batch[i : i + CHUNK_FILES])
             total.changed += stats.changed
             total.removed += stats.removed
