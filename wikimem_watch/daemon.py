@@ -355,6 +355,14 @@ class Daemon:
             self._unresolved = (self.engine.generation, count, now)
         return count
 
+    def _vectors_status(self) -> dict[str, object]:
+        """The embeddings component's own status (given to the daemon or set on the engine)."""
+        if self.vectors is not None:
+            return self.vectors.status()
+        if self.engine.vectors is not None:
+            return self.engine.vectors.status()
+        return {"state": "off"}
+
     def status(self) -> dict[str, object]:
         engine = self.engine
         with engine.lock:
@@ -381,7 +389,7 @@ class Daemon:
             uptime_s=round(time.monotonic() - self._started_mono, 3),
             connections=self.server.connection_count(),
             safety_rescan_s=self.safety_rescan_s,
-            vectors=self.vectors.status() if self.vectors is not None else {"state": "off"},
+            vectors=self._vectors_status(),
         )
         return result
 
