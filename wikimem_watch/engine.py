@@ -89,6 +89,7 @@ class Engine:
         self._slot_wiki = np.zeros(0, dtype=bool)
         self._slot_epoch = np.zeros(0, dtype=np.float64)
         self._by_hash: dict[str, set[str]] = {}
+        self._name_keys: dict[str, set[str]] = {}  # path → the name keys it registered
         # Set by the owner (daemon or CLI) when an embedder is configured: ADR-0007.
         self.vectors: VectorService | None = None
 
@@ -174,8 +175,11 @@ class Engine:
                 day.remove(entry_id)
                 if not day:
                     del self.days[entry.date]
-        for names in self.names.values():
-            names.discard(rel)
+        for key in self._name_keys.pop(rel, ()):
+            paths = self.names[key]
+            paths.discard(rel)
+            if not paths:
+                del self.names[key]
         return True
 
     def _add_entry(self, entry: Entry) -> None:
@@ -209,7 +213,9 @@ class Engine:
         if entries:
             keys.add((entries[0].title or "").lower())
             keys.update(a.lower() for a in entries[0].aliases)
-        for key in keys - {""}:
+        keys.discard("")
+        self._name_keys[rel] = keys
+        for key in keys:
             self.names.setdefault(key, set()).add(rel)
 
     # ------------------------------------------------------------------- reading

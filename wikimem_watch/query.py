@@ -232,8 +232,7 @@ def _ranked(
     half_life = req.half_life_days or engine.config.half_life_days
     rec = recency(now_days - epoch[slots], half_life) if slots.size else np.zeros(0)
     fused += weights.recency * rec
-    ids = [engine.slot_entry(s).id for s in slots]
-    order = top_k(fused, req.k, ids)
+    order = top_k(fused, req.k, lambda j: engine.slot_entry(int(slots[j])).id)
     hits: list[dict[str, object]] = []
     seen: set[str] = set()
     for j in order:

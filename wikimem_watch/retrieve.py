@@ -6,7 +6,7 @@ Pure functions over numpy arrays of per-candidate scores; the engine gathers the
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,23 +67,25 @@ def recency(age_days: F64, half_life_days: float) -> F64:
     return np.where(np.isnan(age_days), 0.0, out)
 
 
-def top_k(scores: F64, k: int, tiebreak: Sequence[str] | None = None) -> I64:
-    """Indices of the ``k`` best scores, best first; ties broken by ``tiebreak`` keys (stable)."""
+def top_k(scores: F64, k: int, tiebreak: Callable[[int], str] | None = None) -> I64:
+    """Indices of the ``k`` best scores, best first; ties broken by ``tiebreak(index)``.
+
+    The tie-break key is computed only for the candidates at or above the k-th score, so a
+    query with 50k candidates builds a handful of keys, not 50k.
+    """
     n = scores.size
     if n == 0 or k <= 0:
         return np.empty(0, dtype=np.int64)
     if k < n:
-        # Take a margin so that ties at the boundary are resolved deterministically below.
-        part = np.argpartition(-scores, k - 1)[:k]
-        cut = float(scores[part].min())
+        cut = float(scores[np.argpartition(-scores, k - 1)[k - 1]])
         idx = np.flatnonzero(scores >= cut)
     else:
         idx = np.arange(n)
     if tiebreak is None:
         order = np.lexsort((idx, -scores[idx]))
     else:
-        keys = [tiebreak[int(i)] for i in idx]
-        order = np.array(sorted(range(idx.size), key=lambda j: (-scores[idx[j]], keys[j])))
+        keyed = sorted(range(idx.size), key=lambda j: (-scores[idx[j]], tiebreak(int(idx[j]))))
+        order = np.array(keyed, dtype=np.int64)
     return idx[order][:k].astype(np.int64)
 
 
