@@ -18,6 +18,7 @@ from .engine import Engine
 from .errors import ConfigError, DaemonUnavailable, WatchError
 from .query import run_query
 from .request import QueryRequest
+from .vector_sync import open_vectors
 
 AddFlags = Callable[[argparse.ArgumentParser], None]
 Handler = Callable[[argparse.Namespace], int]
@@ -41,9 +42,13 @@ def config_from_args(args: argparse.Namespace) -> Config:
     return load_config(args.vault, flags)
 
 
-def open_engine(config: Config) -> Engine:
+def open_engine(config: Config, *, vectors: bool = False) -> Engine:
+    """An in-process engine over a fresh scan; with ``vectors``, the configured embeddings
+    component reads the vector cache as it is (in-process queries never embed the vault)."""
     engine = Engine(config)
     engine.scan()
+    if vectors:
+        engine.vectors = open_vectors(config)
     return engine
 
 
@@ -67,7 +72,7 @@ def query_command(args: argparse.Namespace) -> int:
             if args.text == "-":
                 return _batch(lambda req: _remote_query(client, req))
             return print_result(_remote_query(client, request_from_args(args)), args.json)
-    engine = open_engine(config_from_args(args))
+    engine = open_engine(config_from_args(args), vectors=True)
     if args.text == "-":
         return _batch(lambda req: run_query(engine, QueryRequest.from_dict(req)))
     req = QueryRequest.from_dict(request_from_args(args))
@@ -145,6 +150,20 @@ def add_daemon_commands(
     )
     add_index_flags(c)
     c.add_argument("--wait", type=float, default=10.0, help="seconds to wait for quiet")
+    e = _register(
+        sub,
+        add_vault,
+        "embed",
+        "fill the vector cache (through the daemon, else in-process)",
+        embed_command,
+    )
+    add_index_flags(e)
+    e.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="re-embed everything (after a model change); resumable",
+    )
+    e.add_argument("--in-process", action="store_true", help="do not use a running daemon")
 
 
 # --------------------------------------------------------------------------- daemon commands
@@ -324,3 +343,55 @@ def _register(
     add_vault(p)
     p.set_defaults(handler=handler)
     return p
+
+
+def embed_command(args: argparse.Namespace) -> int:
+    """Embed what the cache lacks (all with --rebuild), with a progress line on stderr."""
+    client = None
+    if not args.in_process:
+        try:
+            client = _connect(args)
+        except DaemonUnavailable:
+            if args.vault is None:
+                raise
+    if client is not None:
+        with client:
+            status = _obj(client.call("embed", {"rebuild": bool(args.rebuild)}))
+            while status.get("state") == "embedding" or int(status.get("pending") or 0) > 0:
+                _progress(int(status.get("rows") or 0), int(status.get("pending") or 0))
+                time.sleep(0.5)
+                status = _obj(_obj(client.call("status"))["vectors"])
+        print(file=sys.stderr)
+        _print_vectors(status)
+        return 0 if status.get("state") == "ready" else 1
+    config = config_from_args(args)
+    if config.embed == "none":
+        raise ConfigError(
+            "no embedder configured: pass --embed local|http (or set it in config.toml)"
+        )
+    engine = open_engine(config, vectors=True)
+    if engine.vectors is None:
+        raise ConfigError(f"the {config.embed!r} embedder could not start (see the warning above)")
+    sync = engine.vectors.sync
+    sync.on_progress = lambda done, total: _progress(done, total - done)
+    try:
+        sync.sync(engine.embedding_inputs(), rebuild=args.rebuild)
+    finally:
+        print(file=sys.stderr)
+    _print_vectors(engine.vectors.status())
+    return 0
+
+
+def _progress(done: int, pending: int) -> None:
+    total = done + pending
+    width = 30
+    filled = width * done // total if total else width
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="", file=sys.stderr)
+
+
+def _print_vectors(status: dict[str, Any]) -> None:
+    print(
+        f"vectors  {status.get('state')}  {status.get('rows', 0)} rows  dim {status.get('dim')}  "
+        f"model {status.get('model') or status.get('embedder')}"
+        + (f"  last error: {status['last_error']}" if status.get("last_error") else "")
+    )

@@ -33,7 +33,7 @@ class Config:
     weight_recency: float = 0.05
     half_life_days: float = 90.0
     gate_fallback_ratio: float = 0.4
-    debounce_ms: int = 50
+    debounce_ms: int = 25
     poll: bool = False
     embed: str = "none"  # none | local | http | hash
     embed_url: str | None = None

@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Protocol
 
 from . import __version__
 from .config import Config
 from .engine import ApplyStats, Engine
+from .errors import ConfigError
 from .methods import STOP_AFTER_REPLY
 from .query import VectorSignal
 from .runtime import (
@@ -44,6 +44,7 @@ from .runtime import (
 )
 from .server import Server
 from .vault import iter_notes
+from .vector_sync import VectorService, open_vectors
 from .watcher import ChangeSet, ObserverFactory, Watcher
 
 log = logging.getLogger(__name__)
@@ -51,12 +52,6 @@ log = logging.getLogger(__name__)
 CHUNK_FILES = 64  # files applied per engine-lock hold while scanning: queries stay responsive
 SAFETY_RESCAN_S = 300.0
 UNRESOLVED_REFRESH_S = 5.0
-
-
-class VectorComponent(VectorSignal, Protocol):
-    """The optional embeddings part: a query signal plus its own status object."""
-
-    def status(self) -> dict[str, object]: ...
 
 
 @dataclass(slots=True)
@@ -82,15 +77,15 @@ class Daemon:
         socket_path: Path | None = None,
         force_polling: bool | None = None,
         safety_rescan_s: float = SAFETY_RESCAN_S,
-        vectors: VectorComponent | None = None,
+        vectors: VectorService | None = None,
         observer_factory: ObserverFactory | None = None,
     ) -> None:
         self.config = config
         self.engine = Engine(config)
+        self.engine.vectors = vectors if vectors is not None else open_vectors(config)
         self.socket_path = socket_path or config.socket or default_socket_path(config)
         self.force_polling = config.poll if force_polling is None else force_polling
         self.safety_rescan_s = safety_rescan_s
-        self.vectors = vectors
         self.state = "scanning"
         self.started_at = time.time()
         self._started_mono = time.monotonic()
@@ -154,6 +149,8 @@ class Daemon:
             if writer is not None:
                 writer.join()
             self.watcher.stop()
+            if self.engine.vectors is not None:
+                self.engine.vectors.close()
             self.server.close()
             lock.release()
             self._restore_signals(previous)
@@ -262,6 +259,8 @@ class Daemon:
             total.removed += stats.removed
             total.unchanged += stats.unchanged
             total.skipped += stats.skipped
+        if total.changed or total.removed:
+            self.engine.sync_vectors()  # background; only hashes missing from the cache cost
         return total
 
     def _scan_chunked(self) -> ApplyStats:
@@ -333,7 +332,16 @@ class Daemon:
         return job.result
 
     def vector_signal(self) -> VectorSignal | None:
-        return self.vectors
+        return self.engine.vectors
+
+    def embed(self, rebuild: bool) -> dict[str, object]:
+        """Start filling (or, with ``rebuild``, redoing) the vector cache in the background."""
+        if self.engine.vectors is None:
+            raise ConfigError(
+                "embeddings are off: serve with --embed local|http (or set embed in config.toml)"
+            )
+        self.engine.sync_vectors(rebuild=rebuild)
+        return self._vectors_status()
 
     def pending(self) -> int:
         with self._changes.mutex:
@@ -356,9 +364,7 @@ class Daemon:
         return count
 
     def _vectors_status(self) -> dict[str, object]:
-        """The embeddings component's own status (given to the daemon or set on the engine)."""
-        if self.vectors is not None:
-            return self.vectors.status()
+        """The embeddings component's own status, or ``{"state": "off"}``."""
         if self.engine.vectors is not None:
             return self.engine.vectors.status()
         return {"state": "off"}

@@ -112,9 +112,16 @@ class Engine:
             if stats.changed or stats.removed:
                 self.generation += 1
                 self.last_change_at = time.time()
-                if self.vectors is not None:
-                    self.vectors.update(self.embedding_inputs())
         return stats
+
+    def sync_vectors(self, *, rebuild: bool = False) -> None:
+        """Queue every live entry for background embedding (only missing hashes cost a call).
+
+        The daemon calls this once per applied batch, not per file: building the input map
+        walks every entry.
+        """
+        if self.vectors is not None:
+            self.vectors.update(self.embedding_inputs(), rebuild=rebuild)
 
     def embedding_inputs(self) -> dict[str, str]:
         """Every live entry's content hash → the text to embed for it."""

@@ -41,6 +41,9 @@ class Service(Protocol):
     def vector_signal(self) -> VectorSignal | None:
         """The optional embeddings component, or None (BM25 only)."""
 
+    def embed(self, rebuild: bool) -> dict[str, object]:
+        """Start embedding what the vector cache lacks (all of it with ``rebuild``)."""
+
 
 def _only(params: Params, allowed: tuple[str, ...]) -> None:
     unknown = sorted(set(params) - set(allowed))
@@ -188,6 +191,14 @@ def m_reindex(service: Service, params: Params) -> object:
     return service.reindex()
 
 
+def m_embed(service: Service, params: Params) -> object:
+    _only(params, ("rebuild",))
+    rebuild = params.get("rebuild", False)
+    if not isinstance(rebuild, bool):
+        raise BadRequest(f'"rebuild" must be true or false, got {rebuild!r}')
+    return service.embed(rebuild)
+
+
 def m_shutdown(service: Service, params: Params) -> object:
     _only(params, ())
     return {"stopping": True, "pid": os.getpid()}
@@ -206,6 +217,7 @@ METHODS: dict[str, Method] = {
     "backlinks": m_backlinks,
     "file_digests": m_file_digests,
     "reindex": m_reindex,
+    "embed": m_embed,
     "shutdown": m_shutdown,
 }
 

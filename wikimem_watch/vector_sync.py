@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem_watch.embedders import Embedder, EmbedError, chunk_text
+from wikimem_watch.config import Config
+from wikimem_watch.embedders import Embedder, EmbedError, chunk_text, make_embedder
 from wikimem_watch.vector_files import atomic_write
 from wikimem_watch.vectors import VectorCache
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
     FloatMatrix = npt.NDArray[np.float32]
 
-__all__ = ["REBUILD_MARKER", "VectorService", "VectorSync", "embedding_text"]
+__all__ = ["REBUILD_MARKER", "VectorService", "VectorSync", "embedding_text", "open_vectors"]
 
 log = logging.getLogger(__name__)
 
@@ -265,3 +266,26 @@ class VectorService:
         if key not in self._warned:
             self._warned.add(key)
             log.warning("%s", message)
+
+
+def open_vectors(config: Config) -> VectorService | None:
+    """The configured embeddings component, loaded from the cache; None when ``embed`` is
+    "none" or the embedder cannot be made (one warning, and BM25 carries on)."""
+    if config.embed == "none":
+        return None
+    try:
+        embedder = make_embedder(
+            config.embed,
+            url=config.embed_url,
+            model=config.embed_model,
+            api_key_env=config.embed_api_key_env,
+            batch_size=config.embed_batch,
+        )
+    except EmbedError as exc:
+        log.warning("embeddings off, BM25 only: %s", exc.message)
+        return None
+    if embedder is None:
+        return None
+    service = VectorService(embedder, config.cache_path, batch_size=config.embed_batch)
+    service.open()
+    return service
