@@ -32,6 +32,7 @@ from .vector_sync import VectorService, embedding_text
 log = logging.getLogger(__name__)
 
 _EPOCH = date(1970, 1, 1).toordinal()
+_BULK_ENTRIES = 4096
 
 
 @dataclass(slots=True)
@@ -106,8 +107,10 @@ class Engine:
         """Re-read each vault-relative path and replace its entries (gone → removed)."""
         stats = ApplyStats()
         with self.lock:
+            added: list[Entry] = []
             for rel in dict.fromkeys(paths):
-                self._apply_one(rel, stats)
+                self._apply_one(rel, stats, added)
+            self._add_entries(added)
             self.index.flush()
             if stats.changed or stats.removed:
                 self.generation += 1
@@ -128,7 +131,7 @@ class Engine:
         with self.lock:
             return {e.hash: embedding_text(e.heading, e.text) for e in self.entries.values()}
 
-    def _apply_one(self, rel: str, stats: ApplyStats) -> None:
+    def _apply_one(self, rel: str, stats: ApplyStats, added: list[Entry]) -> None:
         if not self.note_filter.accepts(rel):
             if self._drop(rel):
                 stats.removed.append(rel)
@@ -153,8 +156,7 @@ class Engine:
         self._drop(rel)
         self.skipped.pop(rel, None)
         warnings = parsed.warnings + ((warning,) if warning else ())
-        for entry in parsed.entries:
-            self._add_entry(entry)
+        added.extend(parsed.entries)
         self.files[rel] = FileRecord(text_hash, tuple(e.id for e in parsed.entries), warnings)
         self._add_names(rel, parsed.entries)
         for w in warnings:
@@ -189,20 +191,29 @@ class Engine:
                 del self.names[key]
         return True
 
-    def _add_entry(self, entry: Entry) -> None:
-        slot = self.index.upsert(entry.id, self.tokenizer(_indexed_text(entry)))
+    def _add_entries(self, entries: list[Entry]) -> None:
+        """Index a batch of entries (bulk index updates) and record their facts."""
+        slots: list[int] = []
+        for i in range(0, len(entries), _BULK_ENTRIES):  # bounded: token lists are large
+            chunk = entries[i : i + _BULK_ENTRIES]
+            slots += self.index.upsert_many(
+                [(e.id, self.tokenizer(_indexed_text(e))) for e in chunk]
+            )
         self._grow(self.index.capacity)
-        self._slot_entry[slot] = entry
-        self._slot_wiki[slot] = entry.kind == "wiki"
-        self._slot_day[slot] = date.fromisoformat(entry.date).toordinal() if entry.date else 0
-        self._slot_epoch[slot] = entry_epoch_days(entry)
-        self.entries[entry.id] = entry
-        self._digest ^= _entry_digest(entry)
-        self._by_hash.setdefault(entry.hash, set()).add(entry.id)
-        if entry.date is not None:
-            day = self.days.setdefault(entry.date, [])
-            day.append(entry.id)
-            day.sort(key=lambda i: (self.entries[i].time or "", self.entries[i].line))
+        touched_days: set[str] = set()
+        for entry, slot in zip(entries, slots, strict=True):
+            self._slot_entry[slot] = entry
+            self._slot_wiki[slot] = entry.kind == "wiki"
+            self._slot_day[slot] = date.fromisoformat(entry.date).toordinal() if entry.date else 0
+            self._slot_epoch[slot] = entry_epoch_days(entry)
+            self.entries[entry.id] = entry
+            self._digest ^= _entry_digest(entry)
+            self._by_hash.setdefault(entry.hash, set()).add(entry.id)
+            if entry.date is not None:
+                self.days.setdefault(entry.date, []).append(entry.id)
+                touched_days.add(entry.date)
+        for day in touched_days:
+            self.days[day].sort(key=lambda i: (self.entries[i].time or "", self.entries[i].line))
 
     def _grow(self, capacity: int) -> None:
         have = len(self._slot_entry)

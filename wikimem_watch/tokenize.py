@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
-from functools import lru_cache
+from collections.abc import Callable
 
 import Stemmer
 
@@ -54,16 +53,12 @@ def _fold(word: str) -> str:
 _STEMMER = Stemmer.Stemmer("english")
 
 
-@lru_cache(maxsize=1 << 17)
 def stem(word: str) -> str:
     """English Snowball stem of an ASCII word ("running" → "run"); other words unchanged."""
     return _STEMMER.stemWord(word) if word.isascii() else word
 
 
-def _bigrams(run: str) -> Iterable[str]:
-    if len(run) == 1:
-        return (run,)
-    return (run[i : i + 2] for i in range(len(run) - 1))
+_WORD_CACHE_SIZE = 200_000
 
 
 class Tokenizer:
@@ -83,24 +78,39 @@ class Tokenizer:
         self.stop_words = stop_words or frozenset()
         self.stem = stem
         self.segmenter = segmenter
+        # word as written → its term ("" for a stop word): folding and stemming run once per
+        # distinct word, which is most of the cost on a real vault's Zipfian vocabulary.
+        self._terms: dict[str, str] = {}
 
     def __call__(self, text: str) -> list[str]:
         return self.tokenize(text)
 
+    def _term(self, word: str) -> str:
+        folded = _fold(word)
+        term = "" if folded in self.stop_words else stem(folded) if self.stem else folded
+        if len(self._terms) >= _WORD_CACHE_SIZE:
+            self._terms.clear()
+        self._terms[word] = term
+        return term
+
     def tokenize(self, text: str) -> list[str]:
         out: list[str] = []
-        text = unicodedata.normalize("NFKC", text)
-        for m in _TOKEN.finditer(text):
-            word = m.group("word")
-            if word is not None:
-                word = _fold(word)
-                if word in self.stop_words:
-                    continue
-                out.append(stem(word) if self.stem else word)
-            elif m.group("cjk") is not None and self.segmenter is not None:
-                out.extend(w for w in self.segmenter(m.group()) if w.strip())
+        terms = self._terms
+        for cjk, kana, hangul, word in _TOKEN.findall(unicodedata.normalize("NFKC", text)):
+            if word:
+                term = terms.get(word)
+                if term is None:
+                    term = self._term(word)
+                if term:
+                    out.append(term)
+            elif cjk and self.segmenter is not None:
+                out.extend(w for w in self.segmenter(cjk) if w.strip())
             else:
-                out.extend(_bigrams(m.group()))
+                run = cjk or kana or hangul
+                if len(run) == 1:
+                    out.append(run)
+                else:
+                    out.extend([run[i : i + 2] for i in range(len(run) - 1)])
         return out
 
     def describe(self) -> dict[str, object]:
