@@ -91,7 +91,9 @@ class Bm25Index:
             counts = Counter(tokens)
             ids = [term_id.get(term, -1) for term in counts]
             if -1 in ids:
-                ids = [self._term(term) if tid < 0 else tid for term, tid in zip(counts, ids)]
+                ids = [
+                    self._term(t) if tid < 0 else tid for t, tid in zip(counts, ids, strict=True)
+                ]
             tids = array("i", ids)
             flat_tid.extend(tids)
             flat_slot.extend(array("i", [slot]) * len(tids))
