@@ -41,6 +41,9 @@ class VectorSignal(Protocol):
     def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float] | None:
         """Cosines for ``hashes`` plus the ``limit`` nearest of all; None when unavailable."""
 
+    def warm(self, text: str) -> None:
+        """Embed the query ahead (outside the engine lock), so ``cosines`` finds it ready."""
+
 
 @dataclass(frozen=True, slots=True)
 class Gate:
@@ -148,6 +151,8 @@ def run_query(
     now = _local_now(req)
     gate, text, time_only = resolve_gate(req, now)
     terms = engine.tokenizer(text)
+    if vectors is not None and _weights(engine, req).vector > 0 and text.strip():
+        vectors.warm(text)  # a model call must not hold the lock the writer needs
     with engine.lock:
         if gate is not None and (time_only or not terms):
             hits, gate = _window_listing(engine, req, gate)

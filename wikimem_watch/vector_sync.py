@@ -220,6 +220,7 @@ class VectorService:
         self.cache = VectorCache(cache_dir, embedder.fingerprint)
         self.sync = VectorSync(embedder, self.cache, batch_size=batch_size)
         self._queries: dict[str, FloatMatrix] = {}
+        self._queries_lock = threading.Lock()
         self._warned: set[str] = set()
 
     def open(self) -> None:
@@ -234,22 +235,35 @@ class VectorService:
         """Queue the live entries (hash → text) for background embedding; returns at once."""
         self.sync.start_background(entries, rebuild=rebuild)
 
+    def warm(self, text: str) -> None:
+        """Embed ``text`` as a query now (memoised), so a later ``cosines`` does not wait."""
+        if self.cache.usable:
+            self._query_vector(text)
+
+    def _query_vector(self, text: str) -> FloatMatrix | None:
+        query = self._queries.get(text)
+        if query is not None:
+            return query
+        try:
+            query = self.embedder.embed_query(text)
+        except EmbedError as exc:
+            self._warn_once(type(exc).__name__, f"query embedding failed, BM25 only: {exc.message}")
+            return None
+        with self._queries_lock:
+            if len(self._queries) >= 256:
+                self._queries.pop(next(iter(self._queries)))
+            self._queries[text] = query
+        return query
+
     def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float] | None:
         """Best-chunk cosine for ``hashes`` plus the ``limit`` nearest cached hashes."""
         if not self.cache.usable:
             return None
-        try:
-            query = self._queries.get(text)
-            if query is None:
-                query = self.embedder.embed_query(text)
-                if len(self._queries) >= 256:
-                    self._queries.pop(next(iter(self._queries)))
-                self._queries[text] = query
-            found = dict(self.cache.search(query, None, limit))
-            found.update(self.cache.cosines(query, hashes))
-        except EmbedError as exc:
-            self._warn_once(type(exc).__name__, f"query embedding failed, BM25 only: {exc.message}")
+        query = self._query_vector(text)
+        if query is None:
             return None
+        found = dict(self.cache.search(query, None, limit))
+        found.update(self.cache.cosines(query, hashes))
         return found
 
     def status(self) -> dict[str, object]:
