@@ -29,6 +29,7 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 _EPOCH = date(1970, 1, 1).toordinal()
 WIDEN_STEPS_DAYS = (1, 3)
+VECTOR_POOL = 200  # BM25 candidates that get a cosine (ADR-0007)
 # A matched time expression that names a calendar date: a year, a month name, or M月.
 _ABSOLUTE = re.compile(
     r"\d{4}|\d+\s*月|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I
@@ -209,26 +210,13 @@ def _ranked(
     slots, raw = engine.index.score(terms)
     day, is_wiki, epoch = engine.slot_arrays()
     weights = _weights(engine, req)
-    found = _cosines(engine, req, vectors, text, slots, weights)
-    if found:
-        # A candidate found by the vectors alone still ranks (with a BM25 score of 0).
-        extra = np.setdiff1d(engine.slots_of_hashes(found), slots, assume_unique=False)
-        slots = np.concatenate([slots, extra])
-        raw = np.concatenate([raw, np.zeros(extra.size)])
-    keep = np.ones(slots.size, dtype=bool)
-    if "wiki" not in req.kinds:
-        keep &= ~is_wiki[slots]
-    if "diary" not in req.kinds:
-        keep &= is_wiki[slots]
-    if req.paths or req.tags:
-        keep &= np.fromiter((_passes(req, engine.slot_entry(s)) for s in slots), bool, slots.size)
+    keep = _filter(engine, req, slots)
     slots, raw = slots[keep], raw[keep]
     if gate is not None:
         slots, raw, gate = _gate(engine, gate, slots, raw, day, is_wiki)
-    embedding_used = found is not None
-    cos = np.full(slots.size, np.nan)
-    if found:
-        cos = np.array([found.get(engine.slot_entry(s).hash, np.nan) for s in slots])
+    slots, raw, cos, embedding_used = _with_vectors(
+        engine, req, gate, vectors, text, slots, raw, weights
+    )
     bm25_norm = normalise_max(raw)
     fused = weights.bm25 * bm25_norm
     cos_norm = normalise_minmax(np.nan_to_num(cos), ~np.isnan(cos))
@@ -286,12 +274,7 @@ def _gate(
     g = gate
     for days in (0, *WIDEN_STEPS_DAYS):
         g = gate.widen(days) if days else gate
-        d = day[slots]
-        inside = (d >= g.start.toordinal()) & (d <= g.end.toordinal())
-        if g.start_time and g.start == g.end and not g.widened:
-            inside &= np.fromiter(
-                (g.contains(engine.slot_entry(s)) for s in slots), bool, slots.size
-            )
+        inside = _inside(engine, g, slots, day)
         best_in = float(raw[inside].max()) if inside.any() else 0.0
         if best_in > 0.0 and best_in >= ratio * best_all:
             keep = is_wiki[slots] | inside
@@ -309,19 +292,76 @@ def _weights(engine: Engine, req: QueryRequest) -> Weights:
     return Weights(w["bm25"], w["vector"], w["recency"])
 
 
-def _cosines(
+def _filter(engine: Engine, req: QueryRequest, slots: I64) -> npt.NDArray[np.bool_]:
+    """Which candidates pass ``kinds``, ``paths`` and ``tags``."""
+    _, is_wiki, _ = engine.slot_arrays()
+    keep = np.ones(slots.size, dtype=bool)
+    if "wiki" not in req.kinds:
+        keep &= ~is_wiki[slots]
+    if "diary" not in req.kinds:
+        keep &= is_wiki[slots]
+    if req.paths or req.tags:
+        keep &= np.fromiter((_passes(req, engine.slot_entry(s)) for s in slots), bool, slots.size)
+    return keep
+
+
+def _inside(
+    engine: Engine, g: Gate, slots: I64, day: npt.NDArray[np.int32]
+) -> npt.NDArray[np.bool_]:
+    """Which candidates are diary entries inside the window (times of day for one day)."""
+    d = day[slots]
+    inside = (d >= g.start.toordinal()) & (d <= g.end.toordinal())
+    if g.start_time and g.start == g.end and not g.widened:
+        inside &= np.fromiter((g.contains(engine.slot_entry(s)) for s in slots), bool, slots.size)
+    return inside
+
+
+def _with_vectors(
     engine: Engine,
     req: QueryRequest,
+    gate: Gate | None,
     vectors: VectorSignal | None,
     text: str,
     slots: I64,
+    raw: F64,
     weights: Weights,
-) -> dict[str, float] | None:
-    """Cosine per content hash for the BM25 candidates and the nearest others; None = BM25 only."""
+) -> tuple[I64, F64, F64, bool]:
+    """Add the cosine signal: (slots, raw BM25, cosine or NaN, embedding used).
+
+    Cosines are asked for the best ``VECTOR_POOL`` BM25 candidates and the nearest entries of
+    the whole cache; a nearest entry that BM25 missed joins the candidates (BM25 0) once it
+    passes the same filters and gate. Candidates outside both pools keep a cosine of "absent".
+    """
+    cos = np.full(slots.size, np.nan)
     if vectors is None or weights.vector <= 0 or not text.strip():
-        return None
-    hashes = [engine.slot_entry(s).hash for s in slots]
-    return vectors.cosines(text, hashes, max(50, req.k * 5))
+        return slots, raw, cos, False
+    pool = np.argsort(-raw, kind="stable")[:VECTOR_POOL]
+    hashes = [engine.slot_entry(int(s)).hash for s in slots[pool]]
+    found = vectors.cosines(text, hashes, max(50, req.k * 5))
+    if found is None:
+        return slots, raw, cos, False
+    cos[pool] = [found.get(h, np.nan) for h in hashes]
+    pooled = set(hashes)
+    near = engine.slots_of_hashes(h for h in found if h not in pooled)
+    # BM25 candidates beyond the pool that the vectors found: slots are sorted ascending.
+    at = np.searchsorted(slots, near)
+    known = np.zeros(near.size, dtype=bool)
+    if slots.size:
+        known = (at < slots.size) & (slots[np.minimum(at, slots.size - 1)] == near)
+    if known.any():
+        cos[at[known]] = [found[engine.slot_entry(int(s)).hash] for s in near[known]]
+    extra = near[~known]
+    keep = _filter(engine, req, extra)
+    if gate is not None and gate.fallback is None:
+        day, is_wiki, _ = engine.slot_arrays()
+        keep &= is_wiki[extra] | _inside(engine, gate, extra, day)
+    extra = extra[keep]
+    if extra.size:
+        order = np.argsort(np.concatenate([slots, extra]), kind="stable")
+        slots = np.concatenate([slots, extra])[order]
+        raw = np.concatenate([raw, np.zeros(extra.size)])[order]
+        cos = np.concatenate([cos, [found[engine.slot_entry(int(s)).hash] for s in extra]])[order]
+    return slots, raw, cos, True
 
 
 def _hit(entry: Entry, score: float | None, matched: list[str]) -> dict[str, object]:

@@ -202,3 +202,64 @@ def test_a_calendar_date_anchors_over_a_relative_word(example_engine: Engine) ->
     gate = result["time_range"]
     assert isinstance(gate, dict) and "14 November 2026" in str(gate["matched"])
     assert "week" not in result["query_terms"]  # type: ignore[operator]
+
+
+class FakeVectors:
+    """A scripted cosine signal: fixed cosines per content hash (the OS layer of embeddings)."""
+
+    def __init__(self, cosines: dict[str, float]) -> None:
+        self.by_hash = cosines
+        self.warmed: list[str] = []
+
+    def warm(self, text: str) -> None:
+        self.warmed.append(text)
+
+    def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float]:
+        return dict(self.by_hash)
+
+
+def _dentist(engine: Engine) -> str:
+    return next(e.hash for e in engine.entries.values() if "dentist" in e.text.lower())
+
+
+def test_a_candidate_found_only_by_the_vectors_still_ranks(example_engine: Engine) -> None:
+    vectors = FakeVectors({_dentist(example_engine): 0.99})
+    req = QueryRequest.from_dict(
+        {
+            "q": "火锅",
+            "k": 50,
+            "explain": True,
+            "expand_links": False,
+            "weights": {"vector": 1.0},
+            "now": NOW,
+        }
+    )
+    result = run_query(example_engine, req, vectors)
+    assert result["embedding_used"] is True and vectors.warmed == ["火锅"]
+    only_vec = [h for h in hits(result) if "dentist" in str(h["text"]).lower()]
+    assert only_vec and only_vec[0]["explain"]["bm25_raw"] == 0.0  # type: ignore[index]
+    assert only_vec[0]["explain"]["cosine"] == 0.99  # type: ignore[index]
+
+
+def test_vector_only_candidates_obey_kinds_and_the_gate(example_engine: Engine) -> None:
+    vectors = FakeVectors({_dentist(example_engine): 0.99})
+    for extra in ({"kinds": ["wiki"]}, {"time_range": ["2026-11-27", "2026-11-28"]}):
+        req = QueryRequest.from_dict(
+            {
+                "q": "火锅",
+                "k": 50,
+                "expand_links": False,
+                "weights": {"vector": 1.0},
+                "now": NOW,
+                **extra,
+            }
+        )
+        found = hits(run_query(example_engine, req, vectors))
+        assert not any("dentist" in str(h["text"]).lower() for h in found), extra
+
+
+def test_vector_weight_zero_or_no_signal_is_bm25_only(example_engine: Engine) -> None:
+    vectors = FakeVectors({_dentist(example_engine): 0.99})
+    req = QueryRequest.from_dict({"q": "火锅", "weights": {"vector": 0}, "now": NOW})
+    assert run_query(example_engine, req, vectors)["embedding_used"] is False
+    assert vectors.warmed == []
