@@ -56,17 +56,12 @@ def query_command(args: argparse.Namespace) -> int:
     """Through the vault's daemon when one runs; else in-process (said once on stderr)."""
     from .cli import print_result, request_from_args
 
-    client = None
-    if not args.in_process:
-        try:
-            client = _connect(args)
-        except DaemonUnavailable:
-            if args.vault is None:
-                raise
-            print(
-                f"wikimem-watch: no daemon running for {args.vault}; answering in-process",
-                file=sys.stderr,
-            )
+    client = _daemon_or_none(args)
+    if client is None and not args.in_process:
+        print(
+            f"wikimem-watch: no daemon running for {args.vault}; answering in-process",
+            file=sys.stderr,
+        )
     if client is not None:
         with client:
             if args.text == "-":
@@ -186,6 +181,18 @@ def _connect(args: argparse.Namespace) -> Client:
             f"no daemon is running for vault {str(config.vault)!r} "
             f"(start one with: wikimem-watch serve {config.vault})"
         ) from None
+
+
+def _daemon_or_none(args: argparse.Namespace) -> Client | None:
+    """The vault's daemon, or None when none runs and the command can work in-process."""
+    if args.in_process:
+        return None
+    try:
+        return _connect(args)
+    except DaemonUnavailable:
+        if args.vault is None:
+            raise
+        return None
 
 
 def _call(
@@ -347,13 +354,7 @@ def _register(
 
 def embed_command(args: argparse.Namespace) -> int:
     """Embed what the cache lacks (all with --rebuild), with a progress line on stderr."""
-    client = None
-    if not args.in_process:
-        try:
-            client = _connect(args)
-        except DaemonUnavailable:
-            if args.vault is None:
-                raise
+    client = _daemon_or_none(args)
     if client is not None:
         with client:
             status = _obj(client.call("embed", {"rebuild": bool(args.rebuild)}))

@@ -77,25 +77,6 @@ def _path(params: Params) -> str:
     return value.replace(os.sep, "/").lstrip("/")
 
 
-def entry_dict(entry: Entry) -> dict[str, object]:
-    """The JSON shape of one entry (the fields a hit has, without scores)."""
-    return {
-        "id": entry.id,
-        "kind": entry.kind,
-        "path": entry.path,
-        "heading": entry.heading,
-        "line": entry.line,
-        "date": entry.date,
-        "time": entry.time,
-        "ts": entry.ts,
-        "owner": entry.owner,
-        "source": entry.source,
-        "tags": list(entry.tags),
-        "title": entry.title,
-        "text": entry.text,
-    }
-
-
 def _ref(entry: Entry) -> dict[str, object]:
     return {"id": entry.id, "path": entry.path, "heading": entry.heading, "line": entry.line}
 
@@ -130,13 +111,13 @@ def m_day(service: Service, params: Params) -> object:
     _only(params, ("date",))
     day = _day(params, "date")
     assert day is not None
-    return {"date": day, "entries": [entry_dict(e) for e in service.engine.entries_on(day)]}
+    return {"date": day, "entries": [e.as_dict() for e in service.engine.entries_on(day)]}
 
 
 def m_note(service: Service, params: Params) -> object:
     _only(params, ("path",))
     path = _path(params)
-    return {"path": path, "entries": [entry_dict(e) for e in service.engine.entries_of(path)]}
+    return {"path": path, "entries": [e.as_dict() for e in service.engine.entries_of(path)]}
 
 
 def m_links(service: Service, params: Params) -> object:

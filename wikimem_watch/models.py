@@ -41,6 +41,24 @@ class Entry:
     title: str | None = None  # the note's title (front matter, "# title" or file stem)
     aliases: tuple[str, ...] = ()
 
+    def as_dict(self) -> dict[str, object]:
+        """The JSON shape of an entry: what every hit, ``day`` and ``note`` answer carries."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "path": self.path,
+            "heading": self.heading,
+            "line": self.line,
+            "date": self.date,
+            "time": self.time,
+            "ts": self.ts,
+            "owner": self.owner,
+            "source": self.source,
+            "tags": list(self.tags),
+            "title": self.title,
+            "text": self.text,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ParsedNote:

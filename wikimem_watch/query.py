@@ -365,22 +365,7 @@ def _with_vectors(
 
 
 def _hit(entry: Entry, score: float | None, matched: list[str]) -> dict[str, object]:
-    return {
-        "id": entry.id,
-        "kind": entry.kind,
-        "path": entry.path,
-        "heading": entry.heading,
-        "line": entry.line,
-        "date": entry.date,
-        "time": entry.time,
-        "ts": entry.ts,
-        "owner": entry.owner,
-        "source": entry.source,
-        "tags": list(entry.tags),
-        "text": entry.text,
-        "score": score,
-        "matched_terms": matched,
-    }
+    return {**entry.as_dict(), "score": score, "matched_terms": matched}
 
 
 def _expand(
