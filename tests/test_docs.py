@@ -43,3 +43,33 @@ def test_every_method_section_has_a_request_and_a_reply_example() -> None:
 def test_every_error_code_the_protocol_uses_is_in_the_table() -> None:
     for code in ("-32700", "-32600", "-32601", "-32602", "-32603", "-32004"):
         assert f"| {code} |" in PROTOCOL
+
+
+README = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_cli_command_appears_in_the_readme_or_protocol_docs() -> None:
+    from wikimem_watch.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    commands = set(sub.choices)  # type: ignore[arg-type]
+    missing = {c for c in commands if f"wikimem-watch {c}" not in README + PROTOCOL}
+    assert not missing, f"undocumented commands: {sorted(missing)}"
+
+
+def test_every_config_field_is_listed_in_the_readme() -> None:
+    from dataclasses import fields
+
+    from wikimem_watch.config import Config
+
+    names = {f.name for f in fields(Config)} - {"vault"}
+    missing = {n for n in names if f"`{n}`" not in README}
+    assert not missing, f"README's configuration section lacks {sorted(missing)}"
+
+
+def test_every_query_field_is_listed_in_the_readme() -> None:
+    from wikimem_watch.request import QueryRequest
+
+    missing = {n for n in QueryRequest.__dataclass_fields__ if f"`{n}`" not in README}
+    assert not missing, f"README's query table lacks {sorted(missing)}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .errors import ConfigError
@@ -41,7 +41,6 @@ class Config:
     embed_api_key_env: str = "WIKIMEM_WATCH_EMBED_API_KEY"
     embed_batch: int = 32
     max_request_bytes: int = 1024 * 1024
-    extra: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def cache_path(self) -> Path:
@@ -92,7 +91,7 @@ def load_config(vault: Path | str, overrides: Mapping[str, object] | None = None
     root = Path(vault).expanduser()
     if not root.is_dir():
         raise ConfigError(f"vault {str(root)!r} is not a directory")
-    settable = {f.name for f in fields(Config)} - {"vault", "extra"}
+    settable = {f.name for f in fields(Config)} - {"vault"}
     values: dict[str, object] = {}
     flags = {k: v for k, v in (overrides or {}).items() if v is not None}
     cache_dir = flags.get("cache_dir") or os.environ.get("WIKIMEM_WATCH_CACHE_DIR")
