@@ -263,3 +263,23 @@ def test_vector_weight_zero_or_no_signal_is_bm25_only(example_engine: Engine) ->
     req = QueryRequest.from_dict({"q": "火锅", "weights": {"vector": 0}, "now": NOW})
     assert run_query(example_engine, req, vectors)["embedding_used"] is False
     assert vectors.warmed == []
+
+
+@pytest.mark.parametrize(
+    ("q", "start", "end"),
+    [
+        ("what happened yesterday", "2026-11-14", "2026-11-14"),
+        ("昨天", "2026-11-14", "2026-11-14"),
+        ("昨天发生了什么", "2026-11-14", "2026-11-14"),
+        ("上周", "2026-11-02", "2026-11-08"),
+    ],
+)
+def test_time_only_questions_list_their_window(
+    example_engine: Engine, q: str, start: str, end: str
+) -> None:
+    result = ask(example_engine, q=q, now="2026-11-15T09:00:00", k=50)
+    found = hits(result)
+    assert found and all(start <= str(h["date"]) <= end for h in found)
+    keys = [(h["date"], h["time"] or "") for h in found]
+    assert keys == sorted(keys, reverse=True)
+    assert result["time_range_source"] == "parsed"
