@@ -294,3 +294,25 @@ def test_poll_mode_watches_by_polling(vault: Path, start_daemon: Callable[..., D
     (vault / "wiki" / "polled.md").write_text("# P\n\nbrambleberry\n", "utf-8")
     eventually(searchable(rpc, "brambleberry", {"wiki/polled.md"}), "polled change", 20)
     rpc.close()
+
+
+def test_bad_files_are_skipped_and_reported_while_serving(daemon: DaemonProc) -> None:
+    (daemon.vault / "wiki" / "blob.md").write_bytes(b"\x00\x01 binary, not a note")
+    (daemon.vault / "wiki" / "latin.md").write_bytes("## Café\nun caf\xe9 noir\n".encode("latin-1"))
+    (daemon.vault / "diary" / "2026-13-40.md").write_text(
+        "## 08:00\nnot a date\n", encoding="utf-8"
+    )
+
+    def reported() -> bool:
+        status = daemon.result("status")
+        skipped = {s["path"]: s["reason"] for s in status["skipped"]}
+        return "wiki/blob.md" in skipped and {"wiki/latin.md", "diary/2026-13-40.md"} <= set(
+            status["warnings"]
+        )
+
+    eventually(reported, "bad files reported in status")
+    status = daemon.result("status")
+    assert "binary" in {s["path"]: s["reason"] for s in status["skipped"]}["wiki/blob.md"]
+    hits = daemon.result("query", {"q": "noir"})["hits"]
+    assert [h["path"] for h in hits] == ["wiki/latin.md"]  # degraded, still indexed
+    assert daemon.result("status")["state"] == "ready"
