@@ -186,6 +186,12 @@ class VectorSync:
                     self._busy = False
                     self._wake.notify_all()
 
+    @property
+    def busy(self) -> bool:
+        """True while work is queued or running on the background thread."""
+        with self._wake:
+            return self._target is not None or self._busy
+
     def wait_idle(self, timeout_s: float) -> bool:
         """Block until no work is queued or running; False on timeout (for tests and CLI)."""
         with self._wake:
@@ -269,7 +275,7 @@ class VectorService:
     def status(self) -> dict[str, object]:
         """Cache stats plus the sync's pending count; for the daemon's ``status``."""
         stats = self.cache.stats()
-        stats.update(embedder=self.embedder.name, pending=self.sync.pending)
+        stats.update(embedder=self.embedder.name, pending=self.sync.pending, busy=self.sync.busy)
         stats["last_error"] = self.sync.last_error or stats["last_error"]
         return stats
 

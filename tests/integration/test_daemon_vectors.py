@@ -97,3 +97,28 @@ def test_embed_method_without_an_embedder_is_a_clear_error(daemon: DaemonProc) -
     assert reply["error"]["code"] == -32001 and "--embed" in reply["error"]["message"]
     out = wikimem("embed", "--socket", str(daemon.sock))
     assert out.returncode == 2 and "embeddings are off" in out.stderr
+
+
+@pytest.mark.timeout(120)
+def test_a_model_change_is_a_mismatch_until_embed_rebuild(
+    vault: Path,
+    start_daemon: Callable[..., DaemonProc],
+    stub: Stub,  # noqa: F811
+) -> None:
+    daemon = start_daemon(vault, "--embed", "hash")
+    eventually(lambda: settled(daemon), "hash vectors ready")
+    daemon.stop()
+
+    daemon = start_daemon(
+        vault, "--embed", "http", "--embed-url", stub.url, "--embed-model", "stub-16"
+    )
+    vectors = daemon.result("status")["vectors"]
+    assert vectors["state"] == "mismatch"
+    assert daemon.result("query", {"q": "sailing"})["embedding_used"] is False
+    assert embedded_texts(stub) == 0, "a mismatch never re-embeds by itself"
+
+    out = wikimem("embed", "--socket", str(daemon.sock), "--rebuild", timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "ready" in out.stdout
+    assert embedded_texts(stub) == 2
+    assert daemon.result("query", {"q": "sailing"})["embedding_used"] is True
