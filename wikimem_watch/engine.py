@@ -90,6 +90,7 @@ class Engine:
         self._slot_wiki = np.zeros(0, dtype=bool)
         self._slot_epoch = np.zeros(0, dtype=np.float64)
         self._by_hash: dict[str, set[str]] = {}
+        self._embed_text: dict[str, str] = {}  # content hash → what to embed, kept as we go
         self._name_keys: dict[str, set[str]] = {}  # path → the name keys it registered
         # Set by the owner (daemon or CLI) when an embedder is configured: ADR-0007.
         self.vectors: VectorService | None = None
@@ -127,9 +128,9 @@ class Engine:
             self.vectors.update(self.embedding_inputs(), rebuild=rebuild)
 
     def embedding_inputs(self) -> dict[str, str]:
-        """Every live entry's content hash → the text to embed for it."""
+        """Every live entry's content hash → the text to embed for it (a copy)."""
         with self.lock:
-            return {e.hash: embedding_text(e.heading, e.text) for e in self.entries.values()}
+            return dict(self._embed_text)
 
     def _apply_one(self, rel: str, stats: ApplyStats, added: list[Entry]) -> None:
         if not self.note_filter.accepts(rel):
@@ -179,6 +180,7 @@ class Engine:
             same.discard(entry_id)
             if not same:
                 del self._by_hash[entry.hash]
+                del self._embed_text[entry.hash]
             if entry.date is not None:
                 day = self.days[entry.date]
                 day.remove(entry_id)
@@ -209,6 +211,7 @@ class Engine:
             self.entries[entry.id] = entry
             self._digest ^= _entry_digest(entry)
             self._by_hash.setdefault(entry.hash, set()).add(entry.id)
+            self._embed_text[entry.hash] = embedding_text(entry.heading, entry.text)
             if entry.date is not None:
                 self.days.setdefault(entry.date, []).append(entry.id)
                 touched_days.add(entry.date)

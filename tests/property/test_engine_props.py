@@ -64,6 +64,7 @@ def test_live_engine_equals_fresh_scan(ops: list[tuple[str, str, str]]) -> None:
         fresh = Engine(load_config(root))
         fresh.scan()
         assert live.digest() == fresh.digest()
+        assert live.embedding_inputs().keys() == fresh.embedding_inputs().keys()
         for q in ("cat", "火锅 tea", "moon run 年糕"):
             got, want = scores(live, q), scores(fresh, q)
             assert got.keys() == want.keys()
