@@ -51,9 +51,6 @@ class Bm25Index:
     def __len__(self) -> int:
         return len(self._slot_of)
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._slot_of
-
     @property
     def avg_doc_len(self) -> float:
         return self._total_len / len(self._slot_of) if self._slot_of else 0.0
@@ -183,12 +180,6 @@ class Bm25Index:
 
     # ------------------------------------------------------------------- queries
 
-    def idf(self, term: str) -> float:
-        tid = self._term_id.get(term)
-        df = self._df[tid] if tid is not None else 0
-        n = len(self._slot_of)
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
     def score(self, terms: Iterable[str]) -> tuple[I64, F64]:
         """(slots, scores) of every document matching at least one of ``terms`` (deduplicated)."""
         tids = [
@@ -221,6 +212,3 @@ class Bm25Index:
             return []
         have = set(tids)
         return [t for t in dict.fromkeys(terms) if self._term_id.get(t, -1) in have]
-
-    def doc_len(self, slot: int) -> int:
-        return int(self._doc_len[slot])

@@ -205,9 +205,6 @@ def _parse(path: str, text: str) -> ParsedNote:
         entry = _entry(path, kind, day, title, sec, note_tags, aliases, seen, warnings)
         if entry is not None:
             entries.append(entry)
-    if not entries and day is not None:
-        # A day file with nothing in it but its title is still that day; an empty note is nothing.
-        pass
     return ParsedNote(path, tuple(entries), tuple(warnings))
 
 

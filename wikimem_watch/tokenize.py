@@ -113,14 +113,6 @@ class Tokenizer:
                     out.extend([run[i : i + 2] for i in range(len(run) - 1)])
         return out
 
-    def describe(self) -> dict[str, object]:
-        """What changes the terms; part of anything that caches tokens."""
-        return {
-            "stop_words": len(self.stop_words),
-            "stem": self.stem,
-            "segmenter": getattr(self.segmenter, "__module__", None) if self.segmenter else None,
-        }
-
 
 DEFAULT_TOKENIZER = Tokenizer()
 
