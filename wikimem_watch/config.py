@@ -29,7 +29,7 @@ class Config:
     stem: bool = True
     jieba: bool = False
     weight_bm25: float = 1.0
-    weight_vector: float = 1.0
+    weight_vector: float = 1.5  # ADR-0008
     weight_recency: float = 0.05
     half_life_days: float = 90.0
     gate_fallback_ratio: float = 0.4

@@ -27,7 +27,7 @@ from .models import Entry, Link
 from .parse import parse_note
 from .tokenize import STOP_WORDS, Tokenizer
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
-from .vector_sync import VectorService, embedding_text
+from .vector_sync import VectorService, embed_key, embedding_texts
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +89,11 @@ class Engine:
         self._slot_day = np.zeros(0, dtype=np.int32)
         self._slot_wiki = np.zeros(0, dtype=bool)
         self._slot_epoch = np.zeros(0, dtype=np.float64)
-        self._by_hash: dict[str, set[str]] = {}
-        self._embed_text: dict[str, str] = {}  # content hash → what to embed, kept as we go
+        # The vector side, kept as we go (ADR-0008): entry id → key of its embedded text,
+        # key → the entries sharing it, key → the text itself.
+        self._vector_key: dict[str, str] = {}
+        self._by_key: dict[str, set[str]] = {}
+        self._embed_text: dict[str, str] = {}
         self._name_keys: dict[str, set[str]] = {}  # path → the name keys it registered
         # Set by the owner (daemon or CLI) when an embedder is configured: ADR-0007.
         self.vectors: VectorService | None = None
@@ -108,7 +111,7 @@ class Engine:
         """Re-read each vault-relative path and replace its entries (gone → removed)."""
         stats = ApplyStats()
         with self.lock:
-            added: list[Entry] = []
+            added: list[tuple[Entry, str]] = []
             for rel in dict.fromkeys(paths):
                 self._apply_one(rel, stats, added)
             self._add_entries(added)
@@ -128,11 +131,11 @@ class Engine:
             self.vectors.update(self.embedding_inputs(), rebuild=rebuild)
 
     def embedding_inputs(self) -> dict[str, str]:
-        """Every live entry's content hash → the text to embed for it (a copy)."""
+        """Every live entry's vector key (content hash of its text) → that text (a copy)."""
         with self.lock:
             return dict(self._embed_text)
 
-    def _apply_one(self, rel: str, stats: ApplyStats, added: list[Entry]) -> None:
+    def _apply_one(self, rel: str, stats: ApplyStats, added: list[tuple[Entry, str]]) -> None:
         if not self.note_filter.accepts(rel):
             if self._drop(rel):
                 stats.removed.append(rel)
@@ -157,7 +160,7 @@ class Engine:
         self._drop(rel)
         self.skipped.pop(rel, None)
         warnings = parsed.warnings + ((warning,) if warning else ())
-        added.extend(parsed.entries)
+        added.extend(zip(parsed.entries, embedding_texts(parsed.entries), strict=True))
         self.files[rel] = FileRecord(text_hash, tuple(e.id for e in parsed.entries), warnings)
         self._add_names(rel, parsed.entries)
         for w in warnings:
@@ -176,11 +179,12 @@ class Engine:
             if slot is not None:
                 self._slot_entry[slot] = None
             self._digest ^= _entry_digest(entry)
-            same = self._by_hash[entry.hash]
+            key = self._vector_key.pop(entry_id)
+            same = self._by_key[key]
             same.discard(entry_id)
             if not same:
-                del self._by_hash[entry.hash]
-                del self._embed_text[entry.hash]
+                del self._by_key[key]
+                del self._embed_text[key]
             if entry.date is not None:
                 day = self.days[entry.date]
                 day.remove(entry_id)
@@ -193,8 +197,12 @@ class Engine:
                 del self.names[key]
         return True
 
-    def _add_entries(self, entries: list[Entry]) -> None:
-        """Index a batch of entries (bulk index updates) and record their facts."""
+    def _add_entries(self, added: list[tuple[Entry, str]]) -> None:
+        """Index a batch of entries (bulk index updates) and record their facts.
+
+        ``added`` pairs each entry with the text its vector is made from.
+        """
+        entries = [entry for entry, _ in added]
         slots: list[int] = []
         for i in range(0, len(entries), _BULK_ENTRIES):  # bounded: token lists are large
             chunk = entries[i : i + _BULK_ENTRIES]
@@ -203,15 +211,17 @@ class Engine:
             )
         self._grow(self.index.capacity)
         touched_days: set[str] = set()
-        for entry, slot in zip(entries, slots, strict=True):
+        for (entry, embedded), slot in zip(added, slots, strict=True):
             self._slot_entry[slot] = entry
             self._slot_wiki[slot] = entry.kind == "wiki"
             self._slot_day[slot] = date.fromisoformat(entry.date).toordinal() if entry.date else 0
             self._slot_epoch[slot] = entry_epoch_days(entry)
             self.entries[entry.id] = entry
             self._digest ^= _entry_digest(entry)
-            self._by_hash.setdefault(entry.hash, set()).add(entry.id)
-            self._embed_text[entry.hash] = embedding_text(entry.heading, entry.text)
+            key = embed_key(embedded)
+            self._vector_key[entry.id] = key
+            self._by_key.setdefault(key, set()).add(entry.id)
+            self._embed_text[key] = embedded
             if entry.date is not None:
                 self.days.setdefault(entry.date, []).append(entry.id)
                 touched_days.add(entry.date)
@@ -252,12 +262,16 @@ class Engine:
         """Per-slot day ordinal (0 = none), is-wiki flag and entry time in epoch days."""
         return self._slot_day, self._slot_wiki, self._slot_epoch
 
-    def slots_of_hashes(self, hashes: Iterable[str]) -> npt.NDArray[np.int64]:
-        """Index slots of the live entries whose content hash is in ``hashes``."""
+    def vector_key(self, slot: int) -> str:
+        """The vector cache key of the entry at ``slot``."""
+        return self._vector_key[self.slot_entry(slot).id]
+
+    def slots_of_keys(self, keys: Iterable[str]) -> npt.NDArray[np.int64]:
+        """Index slots of the live entries whose vector key is in ``keys``."""
         slots = [
             slot
-            for h in hashes
-            for entry_id in self._by_hash.get(h, ())
+            for key in keys
+            for entry_id in self._by_key.get(key, ())
             if (slot := self.index.slot(entry_id)) is not None
         ]
         return np.array(slots, dtype=np.int64)

@@ -29,7 +29,7 @@ class Entry:
     heading: str  # the section heading, or the note title for a section-less note
     line: int  # 1-based line of the heading (or of the first text line)
     text: str  # what is indexed: no metadata comment, no front matter
-    hash: str  # content hash of (heading, text) — keys the vector cache
+    hash: str  # content hash of (heading, text): the entry's identity in digests
     date: str | None = None  # "YYYY-MM-DD" for diary entries
     time: str | None = None  # "HH:MM" for diary entries with a time heading
     ts: str | None = None  # ISO-8601 from the metadata comment

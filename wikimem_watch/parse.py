@@ -38,7 +38,7 @@ _DATE_STEM = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def content_hash(heading: str, text: str) -> str:
-    """The identity of an entry's content: keys the vector cache, so a move costs nothing."""
+    """The identity of an entry's content (heading and text), independent of its path."""
     return hashlib.blake2b(f"{heading}\n{text}".encode(), digest_size=16).hexdigest()
 
 

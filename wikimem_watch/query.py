@@ -37,10 +37,10 @@ _ABSOLUTE = re.compile(
 
 
 class VectorSignal(Protocol):
-    """Cosine similarity for the query, keyed by entry content hash (the embeddings extra)."""
+    """Cosine similarity for the query, keyed by vector key (content hash of the embedded text)."""
 
-    def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float] | None:
-        """Cosines for ``hashes`` plus the ``limit`` nearest of all; None when unavailable."""
+    def cosines(self, text: str, keys: list[str], limit: int) -> dict[str, float] | None:
+        """Cosines for ``keys`` plus the ``limit`` nearest of all; None when unavailable."""
 
     def warm(self, text: str) -> None:
         """Embed the query ahead (outside the engine lock), so ``cosines`` finds it ready."""
@@ -336,20 +336,20 @@ def _with_vectors(
     if vectors is None or weights.vector <= 0 or not text.strip():
         return slots, raw, cos, False
     pool = np.argsort(-raw, kind="stable")[:VECTOR_POOL]
-    hashes = [engine.slot_entry(int(s)).hash for s in slots[pool]]
-    found = vectors.cosines(text, hashes, max(50, req.k * 5))
+    keys = [engine.vector_key(int(s)) for s in slots[pool]]
+    found = vectors.cosines(text, keys, max(50, req.k * 5))
     if found is None:
         return slots, raw, cos, False
-    cos[pool] = [found.get(h, np.nan) for h in hashes]
-    pooled = set(hashes)
-    near = engine.slots_of_hashes(h for h in found if h not in pooled)
+    cos[pool] = [found.get(key, np.nan) for key in keys]
+    pooled = set(keys)
+    near = engine.slots_of_keys(key for key in found if key not in pooled)
     # BM25 candidates beyond the pool that the vectors found: slots are sorted ascending.
     at = np.searchsorted(slots, near)
     known = np.zeros(near.size, dtype=bool)
     if slots.size:
         known = (at < slots.size) & (slots[np.minimum(at, slots.size - 1)] == near)
     if known.any():
-        cos[at[known]] = [found[engine.slot_entry(int(s)).hash] for s in near[known]]
+        cos[at[known]] = [found[engine.vector_key(int(s))] for s in near[known]]
     extra = near[~known]
     keep = _filter(engine, req, extra)
     if gate is not None and gate.fallback is None:
@@ -360,7 +360,7 @@ def _with_vectors(
         order = np.argsort(np.concatenate([slots, extra]), kind="stable")
         slots = np.concatenate([slots, extra])[order]
         raw = np.concatenate([raw, np.zeros(extra.size)])[order]
-        cos = np.concatenate([cos, [found[engine.slot_entry(int(s)).hash] for s in extra]])[order]
+        cos = np.concatenate([cos, [found[engine.vector_key(int(s))] for s in extra]])[order]
     return slots, raw, cos, True
 
 

@@ -8,16 +8,18 @@ search. Queries never wait for a sync: embedding runs outside the cache lock.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wikimem_watch.config import Config
 from wikimem_watch.embedders import Embedder, EmbedError, chunk_text, make_embedder
+from wikimem_watch.models import Entry
 from wikimem_watch.vector_files import atomic_write
 from wikimem_watch.vectors import VectorCache
 
@@ -27,7 +29,16 @@ if TYPE_CHECKING:
 
     FloatMatrix = npt.NDArray[np.float32]
 
-__all__ = ["REBUILD_MARKER", "VectorService", "VectorSync", "embedding_text", "open_vectors"]
+__all__ = [
+    "CONTEXT",
+    "REBUILD_MARKER",
+    "VectorService",
+    "VectorSync",
+    "embed_key",
+    "embedding_text",
+    "embedding_texts",
+    "open_vectors",
+]
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +46,47 @@ REBUILD_MARKER = "vectors.rebuild.json"  # present while a rebuild is partway: r
 ProgressFn = Callable[[int, int], None]  # (done, total)
 
 
-def embedding_text(heading: str, text: str) -> str:
-    """What to embed for an entry: heading and text, exactly what ``Entry.hash`` covers."""
-    return f"{heading}\n{text}" if heading else text
+CONTEXT_CHARS = 200  # how much of the entry before it a diary entry's vector reads (ADR-0008)
+CONTEXT = f"diary-previous-entry-tail-{CONTEXT_CHARS}"  # in the cache fingerprint
+
+
+def embedding_text(heading: str, text: str, context: str = "") -> str:
+    """What to embed for an entry: its context line(s), then its heading and text."""
+    body = f"{heading}\n{text}" if heading else text
+    return f"{context}\n{body}" if context else body
+
+
+def embedding_texts(entries: Sequence[Entry]) -> list[str]:
+    """What to embed for each entry of one note, given in file order (ADR-0008).
+
+    A diary entry is read with the last ``CONTEXT_CHARS`` of the entry just before it in
+    the same day file: entries are short and lean on what came before ("Yes, and it rained
+    the whole week"). Wiki items stand alone: the item above is another topic.
+    """
+    out: list[str] = []
+    prev: Entry | None = None
+    for entry in entries:
+        context = ""
+        if prev is not None and entry.kind == "diary" and prev.kind == "diary":
+            context = _tail(prev.text, CONTEXT_CHARS)
+        out.append(embedding_text(entry.heading, entry.text, context))
+        prev = entry
+    return out
+
+
+def embed_key(text: str) -> str:
+    """The vector cache key of an embedded text: its content hash, never its path."""
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _tail(text: str, max_chars: int) -> str:
+    """The last ``max_chars`` of ``text``, starting at a word when one starts nearby."""
+    text = text.strip()
+    if len(text) <= max_chars:
+        return text
+    cut = text[-max_chars:]
+    space = cut.find(" ")
+    return cut[space + 1 :] if 0 <= space < 40 else cut
 
 
 class VectorSync:
@@ -223,7 +272,8 @@ class VectorService:
 
     def __init__(self, embedder: Embedder, cache_dir: Path, *, batch_size: int = 32) -> None:
         self.embedder = embedder
-        self.cache = VectorCache(cache_dir, embedder.fingerprint)
+        # What goes into a vector is the model's business and the context's (ADR-0008).
+        self.cache = VectorCache(cache_dir, {**embedder.fingerprint, "context": CONTEXT})
         self.sync = VectorSync(embedder, self.cache, batch_size=batch_size)
         self._queries: dict[str, FloatMatrix] = {}
         self._queries_lock = threading.Lock()

@@ -63,6 +63,16 @@ def test_restart_rename_and_edit_cost_only_what_changed(
     eventually(lambda: settled(daemon), "vectors settle after edit")
     assert embedded_texts(stub) == first + 1, "one new entry, one embedding"
 
+    # The 09:00 entry reads the tail of the 08:00 one (ADR-0008): editing 08:00 re-embeds both.
+    before = embedded_texts(stub)
+    day.write_text(
+        day.read_text(encoding="utf-8").replace("Morning coffee", "Morning tea"), encoding="utf-8"
+    )
+    note = {"path": "diary/2026-07-20.md"}
+    eventually(lambda: "Morning tea" in str(daemon.result("note", note)), "edit seen")
+    eventually(lambda: settled(daemon), "vectors settle after the second edit")
+    assert embedded_texts(stub) == before + 2, "the edited entry and the one reading it"
+
     result = daemon.result("query", {"q": "kites", "explain": True})
     assert result["embedding_used"] is True
     assert result["hits"][0]["explain"]["cosine"] is not None

@@ -111,3 +111,23 @@ def test_include_exclude_globs(example_vault: Path) -> None:
     only = Engine(load_config(example_vault, {"include": "wiki/*"}))
     only.scan()
     assert set(only.files) and all(p.startswith("wiki/") for p in only.files)
+
+
+def test_vector_keys_follow_the_embedded_text_and_its_context(tmp_path: Path) -> None:
+    """Editing an entry changes its key and the next entry's (its context); nothing else."""
+    (tmp_path / "diary").mkdir()
+    day = tmp_path / "diary" / "2026-07-20.md"
+    day.write_text("## 09:00\nkites\n\n## 09:05\nthe red one\n\n## 09:10\nrain\n")
+    engine = Engine(load_config(tmp_path, {"cache_dir": tmp_path / "cache"}))
+    engine.scan()
+    before = set(engine.embedding_inputs())
+    assert len(before) == 3
+    day.write_text("## 09:00\nkites\n\n## 09:05\nthe blue one\n\n## 09:10\nrain\n")
+    engine.apply(["diary/2026-07-20.md"])
+    after = engine.embedding_inputs()
+    assert len(before - set(after)) == 2, "the edited entry and the one after it"
+    assert "the blue one\n09:10\nrain" in after.values()
+    slots, _ = engine.index.score(["rain"])
+    key = engine.vector_key(int(slots[0]))
+    assert after[key].endswith("rain")
+    assert engine.slots_of_keys([key]).tolist() == [int(slots[0])]

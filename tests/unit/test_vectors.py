@@ -14,8 +14,18 @@ import numpy.typing as npt
 import pytest
 
 from wikimem_watch.embedders import EmbedError, HashEmbedder
+from wikimem_watch.parse import parse_note
 from wikimem_watch.vector_files import KEYS_FILE, atomic_write
-from wikimem_watch.vector_sync import REBUILD_MARKER, VectorService, VectorSync, embedding_text
+from wikimem_watch.vector_sync import (
+    CONTEXT,
+    CONTEXT_CHARS,
+    REBUILD_MARKER,
+    VectorService,
+    VectorSync,
+    embed_key,
+    embedding_text,
+    embedding_texts,
+)
 from wikimem_watch.vectors import VectorCache
 
 Matrix = npt.NDArray[np.float32]
@@ -372,9 +382,38 @@ def test_progress_callback_reports_done_and_total(tmp_path: Path) -> None:
     assert seen == [(4, 10), (8, 10), (10, 10)]
 
 
-def test_embedding_text_is_heading_then_text() -> None:
+def test_embedding_text_is_context_then_heading_then_text() -> None:
     assert embedding_text("09:30", "coffee") == "09:30\ncoffee"
     assert embedding_text("", "coffee") == "coffee"
+    assert embedding_text("09:30", "coffee", "tea first?") == "tea first?\n09:30\ncoffee"
+
+
+def test_a_diary_entry_is_embedded_with_the_tail_of_the_entry_before_it() -> None:
+    long_words = " ".join(f"word{i}" for i in range(100))
+    note = parse_note(
+        "diary/2026-07-20.md",
+        f"## 09:00\nShall we fly kites today?\n\n## 09:05\nYes, the red one.\n\n"
+        f"## 09:10\n{long_words}\n\n## 09:15\nDone.\n",
+    )
+    first, second, third, fourth = embedding_texts(note.entries)
+    assert first == "09:00\nShall we fly kites today?"
+    assert second == "Shall we fly kites today?\n09:05\nYes, the red one."
+    assert third.startswith("Yes, the red one.\n09:10\nword0 ")
+    context = fourth.split("\n")[0]
+    assert long_words.endswith(context) and 0 < len(context) <= CONTEXT_CHARS
+    assert context.startswith("word"), "the tail starts at a word, not inside one"
+    assert fourth.endswith("\n09:15\nDone.")
+
+
+def test_wiki_items_are_embedded_alone() -> None:
+    note = parse_note("wiki/people.md", "## Alice\nLikes kites.\n\n## Bob\nLikes tea.\n")
+    assert embedding_texts(note.entries) == ["Alice\nLikes kites.", "Bob\nLikes tea."]
+
+
+def test_the_context_rule_is_part_of_the_cache_fingerprint(tmp_path: Path) -> None:
+    service = VectorService(HashEmbedder(dim=16), tmp_path)
+    assert service.cache.fingerprint["context"] == CONTEXT
+    assert embed_key("a") == embed_key("a") != embed_key("b")
 
 
 def test_missing_cache_dir_loads_empty_and_is_created_on_first_write(tmp_path: Path) -> None:
