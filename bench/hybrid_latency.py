@@ -37,7 +37,7 @@ def pct(samples: list[float], q: float) -> float:
 def measure(size: int, workdir: Path, n_queries: int) -> dict[str, float]:
     vault = vault_for(size, 0, workdir)
     with tempfile.TemporaryDirectory() as cache:
-        engine = Engine(load_config(vault, {"cache_dir": cache}))
+        engine = Engine(load_config(vault, {"cache_dir": cache, "embed": "hash"}))
         engine.scan()
         service = VectorService(HashEmbedder(dim=384), Path(cache), batch_size=512)
         service.open()

@@ -48,7 +48,11 @@ def main() -> int:
     embedder = LocalEmbedder()
     engines: dict[str, Engine] = {}
     for conv in sorted(by_conv):
-        engine = Engine(load_config(args.data / "vaults" / conv, {"cache_dir": args.cache / conv}))
+        engine = Engine(
+            load_config(
+                args.data / "vaults" / conv, {"cache_dir": args.cache / conv, "embed": "local"}
+            )
+        )
         engine.scan()
         service = VectorService(embedder, args.cache / conv)
         service.open()

@@ -89,7 +89,10 @@ class Engine:
         self._slot_day = np.zeros(0, dtype=np.int32)
         self._slot_wiki = np.zeros(0, dtype=bool)
         self._slot_epoch = np.zeros(0, dtype=np.float64)
-        # The vector side, kept as we go (ADR-0008): entry id → key of its embedded text,
+        # The vector side, kept as we go when an embedder is configured (ADR-0008): entry
+        # id → key of its embedded text, key → the entries sharing it, key → the text. A
+        # BM25-only engine keeps none of it (at 100k entries it is ~70 MB and ~2 s of build).
+        self.tracks_vectors = config.embed != "none"
         # key → the entries sharing it, key → the text itself.
         self._vector_key: dict[str, str] = {}
         self._by_key: dict[str, set[str]] = {}
@@ -111,10 +114,11 @@ class Engine:
         """Re-read each vault-relative path and replace its entries (gone → removed)."""
         stats = ApplyStats()
         with self.lock:
-            added: list[tuple[Entry, str]] = []
+            added: list[Entry] = []
+            embedded: list[str] = []  # what each added entry's vector is made from
             for rel in dict.fromkeys(paths):
-                self._apply_one(rel, stats, added)
-            self._add_entries(added)
+                self._apply_one(rel, stats, added, embedded)
+            self._add_entries(added, embedded)
             self.index.flush()
             if stats.changed or stats.removed:
                 self.generation += 1
@@ -122,20 +126,25 @@ class Engine:
         return stats
 
     def sync_vectors(self, *, rebuild: bool = False) -> None:
-        """Queue every live entry for background embedding (only missing hashes cost a call).
+        """Queue every live entry for background embedding (only missing keys cost a call).
 
-        The daemon calls this once per applied batch, not per file: building the input map
-        walks every entry.
+        The daemon calls this once per applied batch, not per file: the input map is a copy
+        of every live entry's text.
         """
         if self.vectors is not None:
             self.vectors.update(self.embedding_inputs(), rebuild=rebuild)
 
     def embedding_inputs(self) -> dict[str, str]:
-        """Every live entry's vector key (content hash of its text) → that text (a copy)."""
+        """Every live entry's vector key (content hash of its text) → that text (a copy).
+
+        Empty unless an embedder is configured (``tracks_vectors``).
+        """
         with self.lock:
             return dict(self._embed_text)
 
-    def _apply_one(self, rel: str, stats: ApplyStats, added: list[tuple[Entry, str]]) -> None:
+    def _apply_one(
+        self, rel: str, stats: ApplyStats, added: list[Entry], embedded: list[str]
+    ) -> None:
         if not self.note_filter.accepts(rel):
             if self._drop(rel):
                 stats.removed.append(rel)
@@ -160,7 +169,9 @@ class Engine:
         self._drop(rel)
         self.skipped.pop(rel, None)
         warnings = parsed.warnings + ((warning,) if warning else ())
-        added.extend(zip(parsed.entries, embedding_texts(parsed.entries), strict=True))
+        added.extend(parsed.entries)
+        if self.tracks_vectors:
+            embedded.extend(embedding_texts(parsed.entries))
         self.files[rel] = FileRecord(text_hash, tuple(e.id for e in parsed.entries), warnings)
         self._add_names(rel, parsed.entries)
         for w in warnings:
@@ -179,12 +190,13 @@ class Engine:
             if slot is not None:
                 self._slot_entry[slot] = None
             self._digest ^= _entry_digest(entry)
-            key = self._vector_key.pop(entry_id)
-            same = self._by_key[key]
-            same.discard(entry_id)
-            if not same:
-                del self._by_key[key]
-                del self._embed_text[key]
+            key = self._vector_key.pop(entry_id, None)
+            if key is not None:
+                same = self._by_key[key]
+                same.discard(entry_id)
+                if not same:
+                    del self._by_key[key]
+                    del self._embed_text[key]
             if entry.date is not None:
                 day = self.days[entry.date]
                 day.remove(entry_id)
@@ -197,12 +209,12 @@ class Engine:
                 del self.names[key]
         return True
 
-    def _add_entries(self, added: list[tuple[Entry, str]]) -> None:
+    def _add_entries(self, entries: list[Entry], embedded: list[str]) -> None:
         """Index a batch of entries (bulk index updates) and record their facts.
 
-        ``added`` pairs each entry with the text its vector is made from.
+        ``embedded`` holds the text each entry's vector is made from, or nothing when
+        vectors are not tracked.
         """
-        entries = [entry for entry, _ in added]
         slots: list[int] = []
         for i in range(0, len(entries), _BULK_ENTRIES):  # bounded: token lists are large
             chunk = entries[i : i + _BULK_ENTRIES]
@@ -211,22 +223,25 @@ class Engine:
             )
         self._grow(self.index.capacity)
         touched_days: set[str] = set()
-        for (entry, embedded), slot in zip(added, slots, strict=True):
+        for entry, slot in zip(entries, slots, strict=True):
             self._slot_entry[slot] = entry
             self._slot_wiki[slot] = entry.kind == "wiki"
             self._slot_day[slot] = date.fromisoformat(entry.date).toordinal() if entry.date else 0
             self._slot_epoch[slot] = entry_epoch_days(entry)
             self.entries[entry.id] = entry
             self._digest ^= _entry_digest(entry)
-            key = embed_key(embedded)
-            self._vector_key[entry.id] = key
-            self._by_key.setdefault(key, set()).add(entry.id)
-            self._embed_text[key] = embedded
             if entry.date is not None:
                 self.days.setdefault(entry.date, []).append(entry.id)
                 touched_days.add(entry.date)
         for day in touched_days:
             self.days[day].sort(key=lambda i: (self.entries[i].time or "", self.entries[i].line))
+        if not self.tracks_vectors:
+            return
+        for entry, text in zip(entries, embedded, strict=True):
+            key = embed_key(text)
+            self._vector_key[entry.id] = key
+            self._by_key.setdefault(key, set()).add(entry.id)
+            self._embed_text[key] = text
 
     def _grow(self, capacity: int) -> None:
         have = len(self._slot_entry)

@@ -149,6 +149,8 @@ def run_query(
     """Answer one query. The result is exactly what ``query --json`` prints."""
     started = time.perf_counter()
     vectors = vectors if vectors is not None else engine.vectors
+    if not engine.tracks_vectors:
+        vectors = None  # the engine keeps no vector keys without an embedder (ADR-0008)
     now = _local_now(req)
     gate, text, time_only = resolve_gate(req, now)
     terms = engine.tokenizer(text)

@@ -46,7 +46,7 @@ def scores(engine: Engine, q: str) -> dict[str, float]:
 def test_live_engine_equals_fresh_scan(ops: list[tuple[str, str, str]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        live = Engine(load_config(root))
+        live = Engine(load_config(root, {"embed": "hash"}))  # tracks vector keys too
         live.scan()
         for op, name, arg in ops:
             path = root / name
@@ -61,7 +61,7 @@ def test_live_engine_equals_fresh_scan(ops: list[tuple[str, str, str]]) -> None:
                 (root / arg).parent.mkdir(parents=True, exist_ok=True)
                 os.replace(path, root / arg)
                 live.apply([name, arg])
-        fresh = Engine(load_config(root))
+        fresh = Engine(load_config(root, {"embed": "hash"}))
         fresh.scan()
         assert live.digest() == fresh.digest()
         assert live.embedding_inputs().keys() == fresh.embedding_inputs().keys()

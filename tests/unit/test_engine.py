@@ -118,7 +118,7 @@ def test_vector_keys_follow_the_embedded_text_and_its_context(tmp_path: Path) ->
     (tmp_path / "diary").mkdir()
     day = tmp_path / "diary" / "2026-07-20.md"
     day.write_text("## 09:00\nkites\n\n## 09:05\nthe red one\n\n## 09:10\nrain\n")
-    engine = Engine(load_config(tmp_path, {"cache_dir": tmp_path / "cache"}))
+    engine = Engine(load_config(tmp_path, {"cache_dir": tmp_path / "cache", "embed": "hash"}))
     engine.scan()
     before = set(engine.embedding_inputs())
     assert len(before) == 3

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write
+from tests.conftest import EXAMPLE, write
 from wikimem_watch.config import load_config
 from wikimem_watch.engine import Engine
 from wikimem_watch.errors import BadRequest
@@ -205,25 +205,36 @@ def test_a_calendar_date_anchors_over_a_relative_word(example_engine: Engine) ->
 
 
 class FakeVectors:
-    """A scripted cosine signal: fixed cosines per content hash (the OS layer of embeddings)."""
+    """A scripted cosine signal: fixed cosines per vector key (the OS layer of embeddings)."""
 
     def __init__(self, cosines: dict[str, float]) -> None:
-        self.by_hash = cosines
+        self.by_key = cosines
         self.warmed: list[str] = []
 
     def warm(self, text: str) -> None:
         self.warmed.append(text)
 
-    def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float]:
-        return dict(self.by_hash)
+    def cosines(self, text: str, keys: list[str], limit: int) -> dict[str, float]:
+        return dict(self.by_key)
+
+
+@pytest.fixture
+def vector_engine() -> Engine:
+    """The example vault with vector keys tracked, as when an embedder is configured."""
+    engine = Engine(load_config(EXAMPLE, {"embed": "hash"}))
+    engine.scan()
+    return engine
 
 
 def _dentist(engine: Engine) -> str:
-    return next(e.hash for e in engine.entries.values() if "dentist" in e.text.lower())
+    entry = next(e for e in engine.entries.values() if "dentist" in e.text.lower())
+    slot = engine.index.slot(entry.id)
+    assert slot is not None
+    return engine.vector_key(slot)
 
 
-def test_a_candidate_found_only_by_the_vectors_still_ranks(example_engine: Engine) -> None:
-    vectors = FakeVectors({_dentist(example_engine): 0.99})
+def test_a_candidate_found_only_by_the_vectors_still_ranks(vector_engine: Engine) -> None:
+    vectors = FakeVectors({_dentist(vector_engine): 0.99})
     req = QueryRequest.from_dict(
         {
             "q": "火锅",
@@ -234,15 +245,15 @@ def test_a_candidate_found_only_by_the_vectors_still_ranks(example_engine: Engin
             "now": NOW,
         }
     )
-    result = run_query(example_engine, req, vectors)
+    result = run_query(vector_engine, req, vectors)
     assert result["embedding_used"] is True and vectors.warmed == ["火锅"]
     only_vec = [h for h in hits(result) if "dentist" in str(h["text"]).lower()]
     assert only_vec and only_vec[0]["explain"]["bm25_raw"] == 0.0  # type: ignore[index]
     assert only_vec[0]["explain"]["cosine"] == 0.99  # type: ignore[index]
 
 
-def test_vector_only_candidates_obey_kinds_and_the_gate(example_engine: Engine) -> None:
-    vectors = FakeVectors({_dentist(example_engine): 0.99})
+def test_vector_only_candidates_obey_kinds_and_the_gate(vector_engine: Engine) -> None:
+    vectors = FakeVectors({_dentist(vector_engine): 0.99})
     for extra in ({"kinds": ["wiki"]}, {"time_range": ["2026-11-27", "2026-11-28"]}):
         req = QueryRequest.from_dict(
             {
@@ -254,15 +265,25 @@ def test_vector_only_candidates_obey_kinds_and_the_gate(example_engine: Engine) 
                 **extra,
             }
         )
-        found = hits(run_query(example_engine, req, vectors))
+        found = hits(run_query(vector_engine, req, vectors))
         assert not any("dentist" in str(h["text"]).lower() for h in found), extra
 
 
-def test_vector_weight_zero_or_no_signal_is_bm25_only(example_engine: Engine) -> None:
-    vectors = FakeVectors({_dentist(example_engine): 0.99})
+def test_vector_weight_zero_or_no_signal_is_bm25_only(vector_engine: Engine) -> None:
+    vectors = FakeVectors({_dentist(vector_engine): 0.99})
     req = QueryRequest.from_dict({"q": "火锅", "weights": {"vector": 0}, "now": NOW})
-    assert run_query(example_engine, req, vectors)["embedding_used"] is False
+    assert run_query(vector_engine, req, vectors)["embedding_used"] is False
     assert vectors.warmed == []
+
+
+def test_a_bm25_only_engine_keeps_no_vector_state_and_ignores_a_signal(
+    example_engine: Engine,
+) -> None:
+    assert example_engine.tracks_vectors is False and example_engine.embedding_inputs() == {}
+    vectors = FakeVectors({})
+    req = QueryRequest.from_dict({"q": "火锅", "weights": {"vector": 1.0}, "now": NOW})
+    assert run_query(example_engine, req, vectors)["embedding_used"] is False
+    assert vectors.warmed == [], "nor is the query embedded for nothing"
 
 
 @pytest.mark.parametrize(
