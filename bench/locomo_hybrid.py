@@ -67,6 +67,7 @@ def main() -> int:
         engines[conv] = engine
     for weight in (float(w) for w in args.weights.split(",")):
         rows: dict[str, list[float]] = defaultdict(list)
+        per_conv: dict[str, list[float]] = defaultdict(list)
         latencies: list[float] = []
         for conv, qs in sorted(by_conv.items()):
             for q in qs:
@@ -98,9 +99,15 @@ def main() -> int:
                     rows[f"{key}:r5"].append(r5)
                     rows[f"{key}:r10"].append(r10)
                     rows[f"{key}:mrr"].append(rr)
+                if cat != 5:
+                    per_conv[conv].append(r10)
         p50_ms = sorted(latencies)[len(latencies) // 2] * 1000
         print(f"\nweights.vector = {weight}  (query p50 {p50_ms:.1f} ms, query embedding included)")
         print_table(summarise(rows))
+        print(
+            "R@10 (1-4) per conversation: "
+            + ", ".join(f"{c} {sum(v) / len(v):.3f}" for c, v in sorted(per_conv.items()))
+        )
     return 0
 
 
