@@ -24,10 +24,10 @@ from .bm25 import Bm25Index
 from .config import Config
 from .errors import NotFound
 from .models import Entry, Link
-from .parse import parse_note
+from .parse import parse_note, text_hash
 from .tokenize import STOP_WORDS, Tokenizer
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
-from .vector_sync import VectorService, embed_key, embedding_texts
+from .vector_sync import VectorService, embedding_texts
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,6 @@ class Engine:
         # id → key of its embedded text, key → the entries sharing it, key → the text. A
         # BM25-only engine keeps none of it (at 100k entries it is ~70 MB and ~2 s of build).
         self.tracks_vectors = config.embed != "none"
-        # key → the entries sharing it, key → the text itself.
         self._vector_key: dict[str, str] = {}
         self._by_key: dict[str, set[str]] = {}
         self._embed_text: dict[str, str] = {}
@@ -160,9 +159,9 @@ class Engine:
             self.skipped[rel] = exc.reason
             stats.skipped.append(rel)
             return
-        text_hash = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        digest = text_hash(text)
         old = self.files.get(rel)
-        if old is not None and old.text_hash == text_hash:
+        if old is not None and old.text_hash == digest:
             stats.unchanged += 1
             return
         parsed = parse_note(rel, text)
@@ -172,7 +171,7 @@ class Engine:
         added.extend(parsed.entries)
         if self.tracks_vectors:
             embedded.extend(embedding_texts(parsed.entries))
-        self.files[rel] = FileRecord(text_hash, tuple(e.id for e in parsed.entries), warnings)
+        self.files[rel] = FileRecord(digest, tuple(e.id for e in parsed.entries), warnings)
         self._add_names(rel, parsed.entries)
         for w in warnings:
             log.warning("%s: %s", rel, w)
@@ -238,7 +237,7 @@ class Engine:
         if not self.tracks_vectors:
             return
         for entry, text in zip(entries, embedded, strict=True):
-            key = embed_key(text)
+            key = text_hash(text)  # the vector cache key: the embedded text, never a path
             self._vector_key[entry.id] = key
             self._by_key.setdefault(key, set()).add(entry.id)
             self._embed_text[key] = text

@@ -37,9 +37,14 @@ _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 _DATE_STEM = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
+def text_hash(text: str) -> str:
+    """A short content hash: of a file's text, an entry's content, or an embedded text."""
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
 def content_hash(heading: str, text: str) -> str:
     """The identity of an entry's content (heading and text), independent of its path."""
-    return hashlib.blake2b(f"{heading}\n{text}".encode(), digest_size=16).hexdigest()
+    return text_hash(f"{heading}\n{text}")
 
 
 def diary_date(path: str) -> str | None:

@@ -8,7 +8,6 @@ search. Queries never wait for a sync: embedding runs outside the cache lock.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import threading
@@ -34,7 +33,6 @@ __all__ = [
     "REBUILD_MARKER",
     "VectorService",
     "VectorSync",
-    "embed_key",
     "embedding_text",
     "embedding_texts",
     "open_vectors",
@@ -72,11 +70,6 @@ def embedding_texts(entries: Sequence[Entry]) -> list[str]:
         out.append(embedding_text(entry.heading, entry.text, context))
         prev = entry
     return out
-
-
-def embed_key(text: str) -> str:
-    """The vector cache key of an embedded text: its content hash, never its path."""
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def _tail(text: str, max_chars: int) -> str:

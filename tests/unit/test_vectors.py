@@ -14,7 +14,7 @@ import numpy.typing as npt
 import pytest
 
 from wikimem_watch.embedders import EmbedError, HashEmbedder
-from wikimem_watch.parse import parse_note
+from wikimem_watch.parse import parse_note, text_hash
 from wikimem_watch.vector_files import KEYS_FILE, atomic_write
 from wikimem_watch.vector_sync import (
     CONTEXT,
@@ -22,7 +22,6 @@ from wikimem_watch.vector_sync import (
     REBUILD_MARKER,
     VectorService,
     VectorSync,
-    embed_key,
     embedding_text,
     embedding_texts,
 )
@@ -413,7 +412,7 @@ def test_wiki_items_are_embedded_alone() -> None:
 def test_the_context_rule_is_part_of_the_cache_fingerprint(tmp_path: Path) -> None:
     service = VectorService(HashEmbedder(dim=16), tmp_path)
     assert service.cache.fingerprint["context"] == CONTEXT
-    assert embed_key("a") == embed_key("a") != embed_key("b")
+    assert text_hash("a") == text_hash("a") != text_hash("b")
 
 
 def test_missing_cache_dir_loads_empty_and_is_created_on_first_write(tmp_path: Path) -> None:
