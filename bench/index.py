@@ -258,9 +258,10 @@ def measure_ours(vault: Path, repeats: int, queries_n: int, seed: int) -> tuple[
 
 def _doc_text(entry: Any) -> str:
     """The text the engine indexes for an entry (its own helper, so both sides see the same)."""
-    from wikimem_watch.engine import _indexed_text
+    from wikimem_watch.config import Config
+    from wikimem_watch.engine import indexed_text
 
-    return _indexed_text(entry)
+    return indexed_text(entry, Config.heading_weight)
 
 
 def _index_only(docs: Sequence[list[str]]) -> float:

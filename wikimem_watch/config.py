@@ -27,12 +27,13 @@ class Config:
     b: float = 0.4
     stop_words: bool = True
     stem: bool = True
+    heading_weight: int = 3  # ADR-0009
     jieba: bool = False
     weight_bm25: float = 1.0
     weight_vector: float = 1.5  # ADR-0008
     weight_recency: float = 0.05
+    weight_previous: float = 0.3  # ADR-0009
     half_life_days: float = 90.0
-    gate_fallback_ratio: float = 0.4
     debounce_ms: int = 25
     poll: bool = False
     embed: str = "none"  # none | local | http | hash

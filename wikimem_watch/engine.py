@@ -63,7 +63,9 @@ def make_tokenizer(config: Config) -> Tokenizer:
         except ImportError:
             log.warning("jieba is not installed (pip install 'wikimem-watch[zh]'); using bigrams")
     return Tokenizer(
-        stop_words=STOP_WORDS if config.stop_words else None, stem=config.stem, segmenter=segmenter
+        stop_words=STOP_WORDS if config.stop_words else None,
+        stem=config.stem,
+        segmenter=segmenter,
     )
 
 
@@ -89,6 +91,10 @@ class Engine:
         self._slot_day = np.zeros(0, dtype=np.int32)
         self._slot_wiki = np.zeros(0, dtype=bool)
         self._slot_epoch = np.zeros(0, dtype=np.float64)
+        # The entries before and after each diary entry in its day file (-1: none), for the
+        # neighbour term of the ranking (ADR-0009).
+        self._slot_prev = np.zeros(0, dtype=np.int64)
+        self._slot_next = np.zeros(0, dtype=np.int64)
         # The vector side, kept as we go when an embedder is configured (ADR-0008): entry
         # id → key of its embedded text, key → the entries sharing it, key → the text. A
         # BM25-only engine keeps none of it (at 100k entries it is ~70 MB and ~2 s of build).
@@ -196,6 +202,8 @@ class Engine:
                 if not same:
                     del self._by_key[key]
                     del self._embed_text[key]
+            if slot is not None:
+                self._unlink(slot)
             if entry.date is not None:
                 day = self.days[entry.date]
                 day.remove(entry_id)
@@ -218,7 +226,7 @@ class Engine:
         for i in range(0, len(entries), _BULK_ENTRIES):  # bounded: token lists are large
             chunk = entries[i : i + _BULK_ENTRIES]
             slots += self.index.upsert_many(
-                [(e.id, self.tokenizer(_indexed_text(e))) for e in chunk]
+                [(e.id, self.tokenizer(indexed_text(e, self.config.heading_weight))) for e in chunk]
             )
         self._grow(self.index.capacity)
         touched_days: set[str] = set()
@@ -234,6 +242,7 @@ class Engine:
                 touched_days.add(entry.date)
         for day in touched_days:
             self.days[day].sort(key=lambda i: (self.entries[i].time or "", self.entries[i].line))
+            self._link_day(day)
         if not self.tracks_vectors:
             return
         for entry, text in zip(entries, embedded, strict=True):
@@ -241,6 +250,29 @@ class Engine:
             self._vector_key[entry.id] = key
             self._by_key.setdefault(key, set()).add(entry.id)
             self._embed_text[key] = text
+
+    def _link_day(self, day: str) -> None:
+        """Point each entry of a day at the entries before and after it in the same file."""
+        last: dict[str, int] = {}  # path → slot of its latest entry so far
+        for entry_id in self.days[day]:
+            slot = self.index.slot(entry_id)
+            assert slot is not None
+            path = self.entries[entry_id].path
+            before = last.get(path, -1)
+            self._slot_prev[slot] = before
+            self._slot_next[slot] = -1
+            if before >= 0:
+                self._slot_next[before] = slot
+            last[path] = slot
+
+    def _unlink(self, slot: int) -> None:
+        """Cut a removed entry out of its neighbours' links (its slot may be reused)."""
+        before, after = int(self._slot_prev[slot]), int(self._slot_next[slot])
+        if before >= 0:
+            self._slot_next[before] = after
+        if after >= 0:
+            self._slot_prev[after] = before
+        self._slot_prev[slot] = self._slot_next[slot] = -1
 
     def _grow(self, capacity: int) -> None:
         have = len(self._slot_entry)
@@ -251,6 +283,8 @@ class Engine:
         self._slot_day = np.concatenate([self._slot_day, np.zeros(extra, dtype=np.int32)])
         self._slot_wiki = np.concatenate([self._slot_wiki, np.zeros(extra, dtype=bool)])
         self._slot_epoch = np.concatenate([self._slot_epoch, np.full(extra, np.nan)])
+        self._slot_prev = np.concatenate([self._slot_prev, np.full(extra, -1, dtype=np.int64)])
+        self._slot_next = np.concatenate([self._slot_next, np.full(extra, -1, dtype=np.int64)])
 
     def _add_names(self, rel: str, entries: tuple[Entry, ...]) -> None:
         p = PurePosixPath(rel)
@@ -275,6 +309,10 @@ class Engine:
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
         """Per-slot day ordinal (0 = none), is-wiki flag and entry time in epoch days."""
         return self._slot_day, self._slot_wiki, self._slot_epoch
+
+    def previous_slots(self) -> npt.NDArray[np.int64]:
+        """Per slot, the slot of the diary entry before it in its file (-1: none)."""
+        return self._slot_prev
 
     def vector_key(self, slot: int) -> str:
         """The vector cache key of the entry at ``slot``."""
@@ -388,10 +426,18 @@ class Engine:
             return {p: list(r.warnings) for p, r in self.files.items() if r.warnings}
 
 
-def _indexed_text(entry: Entry) -> str:
+def indexed_text(entry: Entry, heading_weight: int) -> str:
+    """What BM25 indexes for an entry: its text and tags, and for an item whose heading is a
+    name (not a diary time) the heading ``heading_weight`` times and the note's title once.
+
+    Repeating a field is BM25F with integer field weights: a term in the heading counts as
+    that many occurrences, and the document length grows to match (ADR-0009).
+    """
     parts = [entry.text, " ".join(entry.tags)]
     if entry.kind == "wiki" or entry.time is None:
-        parts.insert(0, entry.heading)
+        parts[:0] = [entry.heading] * heading_weight
+        if entry.title and entry.title != entry.heading:
+            parts.insert(0, entry.title)
     return "\n".join(parts)
 
 

@@ -2,38 +2,42 @@
 
 Every shell (CLI, socket, Python) calls :func:`run_query`; it only reads the engine, under the
 engine's lock, so a query sees one consistent generation of the index.
+
+Under a time window the diary entries inside it are what the question is about: they rank
+first, and wiki items and diary entries outside the window may only follow them, marked
+``in_window`` (ADR-0009). A question whose words, after the time words, carry no content
+lists the window's entries in time order.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from typing import Protocol
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import numpy.typing as npt
 
 from .engine import Engine
-from .errors import BadRequest
+from .gate import Gate, local_now, passes, resolve_gate, settle
 from .models import Entry
 from .request import QueryRequest
-from .retrieve import Weights, budget_cut, normalise_max, normalise_minmax, recency, top_k
-from .timeparse import parse_time_range
+from .retrieve import (
+    Weights,
+    budget_cut,
+    normalise_max,
+    normalise_minmax,
+    recency,
+    top_k,
+    with_previous,
+)
 from .tokenize import estimate_tokens
-from .vault import glob_match
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
-_EPOCH = date(1970, 1, 1).toordinal()
-WIDEN_STEPS_DAYS = (1, 3)
+B1 = npt.NDArray[np.bool_]
+_EPOCH = 719163  # date(1970, 1, 1).toordinal()
 VECTOR_POOL = 200  # BM25 candidates that get a cosine (ADR-0007)
-# A matched time expression that names a calendar date: a year, a month name, or M月.
-_ABSOLUTE = re.compile(
-    r"\d{4}|\d+\s*月|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I
-)
 
 
 class VectorSignal(Protocol):
@@ -46,103 +50,6 @@ class VectorSignal(Protocol):
         """Embed the query ahead (outside the engine lock), so ``cosines`` finds it ready."""
 
 
-@dataclass(frozen=True, slots=True)
-class Gate:
-    """The diary window a query is filtered by, and where it came from."""
-
-    start: date
-    end: date
-    source: str  # "explicit" | "parsed"
-    start_time: str | None = None
-    end_time: str | None = None
-    matched: str | None = None
-    widened: int = 0  # days added on each side
-    fallback: str | None = None  # why a parsed window was not applied: "weak" | "empty"
-
-    def contains(self, entry: Entry) -> bool:
-        if entry.date is None:
-            return True
-        d = date.fromisoformat(entry.date)
-        if not self.start <= d <= self.end:
-            return False
-        if self.start_time and entry.time and self.start == self.end and not self.widened:
-            return self.start_time <= entry.time <= (self.end_time or "23:59")
-        return True
-
-    def widen(self, days: int) -> Gate:
-        return replace(
-            self, start=self.start - timedelta(days), end=self.end + timedelta(days), widened=days
-        )
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "start": self.start.isoformat(),
-            "end": self.end.isoformat(),
-            "start_time": self.start_time,
-            "end_time": self.end_time,
-            "source": self.source,
-            "matched": self.matched,
-            "widened_days": self.widened,
-            "fallback": self.fallback,
-        }
-
-
-def _local_now(req: QueryRequest) -> datetime:
-    zone = None
-    if req.tz:
-        try:
-            zone = ZoneInfo(req.tz)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise BadRequest(f"tz: unknown time zone {req.tz!r} (e.g. 'Asia/Shanghai')") from None
-    now = req.now or datetime.now().astimezone()
-    if zone is not None:
-        now = now.astimezone(zone) if now.tzinfo else now.replace(tzinfo=zone)
-    return now
-
-
-def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bool]:
-    """(window, text left for BM25, time-only?) for a request."""
-    if isinstance(req.time_range, tuple):
-        return Gate(req.time_range[0], req.time_range[1], "explicit"), req.q, False
-    if isinstance(req.time_range, str):
-        found = parse_time_range(req.time_range, now=now.replace(tzinfo=None))
-        if found is None:
-            raise BadRequest(f"time_range: no date or time expression in {req.time_range!r}")
-        gate = Gate(
-            found.start,
-            found.end,
-            "explicit",
-            _hhmm(found.start_time),
-            _hhmm(found.end_time),
-            found.matched,
-        )
-        return gate, req.q, False
-    if not req.parse_time:
-        return None, req.q, False
-    found = parse_time_range(req.q, now=now.replace(tzinfo=None))
-    if found is None:
-        return None, req.q, False
-    if not _ABSOLUTE.search(found.matched):
-        # "last week, as mentioned on 6 November 2023": a calendar date in the same question
-        # is a firmer anchor than a relative word resolved against `now`.
-        second = parse_time_range(found.rest, now=now.replace(tzinfo=None))
-        if second is not None and _ABSOLUTE.search(second.matched):
-            found = second
-    gate = Gate(
-        found.start,
-        found.end,
-        "parsed",
-        _hhmm(found.start_time),
-        _hhmm(found.end_time),
-        found.matched,
-    )
-    return gate, found.rest, found.time_only
-
-
-def _hhmm(value: object) -> str | None:
-    return value.strftime("%H:%M") if hasattr(value, "strftime") else None
-
-
 def run_query(
     engine: Engine, req: QueryRequest, vectors: VectorSignal | None = None
 ) -> dict[str, object]:
@@ -151,53 +58,36 @@ def run_query(
     vectors = vectors if vectors is not None else engine.vectors
     if not engine.tracks_vectors:
         vectors = None  # the engine keeps no vector keys without an embedder (ADR-0008)
-    now = _local_now(req)
+    now = local_now(req)
     gate, text, time_only = resolve_gate(req, now)
     terms = engine.tokenizer(text)
-    if vectors is not None and _weights(engine, req).vector > 0 and text.strip():
+    listing = time_only or not terms
+    if vectors is not None and _weights(engine, req).vector > 0 and not listing:
         vectors.warm(text)  # a model call must not hold the lock the writer needs
+    cut = False
     with engine.lock:
-        if gate is not None and (time_only or not terms):
-            hits, gate = _window_listing(engine, req, gate)
+        if gate is not None:
+            gate, inside = settle(engine, req, gate)
+        if gate is not None and gate.fallback is None and listing:
+            cut = len(inside) > req.k
+            hits = [_hit(e, None, [], True) for e in _budget(inside[: req.k], req.budget_tokens)]
             embedding_used = False
         else:
-            hits, gate, embedding_used = _ranked(engine, req, gate, text, terms, now, vectors)
+            applied = gate if gate is not None and gate.fallback is None else None
+            hits, embedding_used = _ranked(engine, req, applied, text, terms, now, vectors)
     return {
         "q": req.q,
         "hits": hits,
         "time_range": gate.as_dict() if gate else None,
         "time_range_source": gate.source if gate else None,
         "widened": bool(gate and gate.widened),
+        "listing": bool(gate and gate.fallback is None and listing),
+        "cut": cut,
         "query_terms": terms,
         "embedding_used": embedding_used,
         "generation": engine.generation,
         "took_ms": round((time.perf_counter() - started) * 1000.0, 3),
     }
-
-
-def _passes(req: QueryRequest, entry: Entry) -> bool:
-    if entry.kind not in req.kinds:
-        return False
-    if req.paths and not glob_match(entry.path, req.paths):
-        return False
-    return not req.tags or any(t in entry.tags for t in req.tags)
-
-
-def _window_listing(
-    engine: Engine, req: QueryRequest, gate: Gate
-) -> tuple[list[dict[str, object]], Gate]:
-    """A time-only question: the window's diary entries, newest first."""
-    steps = (0, *WIDEN_STEPS_DAYS)
-    for days in steps:
-        g = gate.widen(days) if days else gate
-        found = [
-            e for e in engine.window_entries(g.start, g.end) if g.contains(e) and _passes(req, e)
-        ]
-        if found or days == steps[-1]:
-            found.sort(key=lambda e: (e.date or "", e.time or "", e.line), reverse=True)
-            budget = _budget(found[: req.k], req.budget_tokens)
-            return [_hit(e, None, []) for e in budget], g
-    raise AssertionError("unreachable")
 
 
 def _ranked(
@@ -208,17 +98,22 @@ def _ranked(
     terms: list[str],
     now: datetime,
     vectors: VectorSignal | None,
-) -> tuple[list[dict[str, object]], Gate | None, bool]:
-    slots, raw = engine.index.score(terms)
+) -> tuple[list[dict[str, object]], bool]:
+    """Fused ranking; under a window, its diary entries first, then the rest (marked)."""
+    slots, own = engine.index.score(terms)
     day, is_wiki, epoch = engine.slot_arrays()
     weights = _weights(engine, req)
-    keep = _filter(engine, req, slots)
-    slots, raw = slots[keep], raw[keep]
-    if gate is not None:
-        slots, raw, gate = _gate(engine, gate, slots, raw, day, is_wiki)
-    slots, raw, cos, embedding_used = _with_vectors(
-        engine, req, gate, vectors, text, slots, raw, weights
+    prior = with_previous(
+        slots, own, engine.previous_slots(), engine.index.capacity, weights.previous
     )
+    keep = _filter(engine, req, slots)
+    if gate is not None and gate.source == "explicit":
+        keep &= is_wiki[slots] | _inside(engine, gate, slots)  # the caller said which days
+    slots, own, prior = slots[keep], own[keep], prior[keep]
+    slots, own, prior, cos, embedding_used = _with_vectors(
+        engine, req, gate, vectors, text, slots, own, prior, weights
+    )
+    raw = own + prior
     bm25_norm = normalise_max(raw)
     fused = weights.bm25 * bm25_norm
     cos_norm = normalise_minmax(np.nan_to_num(cos), ~np.isnan(cos))
@@ -227,16 +122,19 @@ def _ranked(
     half_life = req.half_life_days or engine.config.half_life_days
     rec = recency(now_days - epoch[slots], half_life) if slots.size else np.zeros(0)
     fused += weights.recency * rec
-    order = top_k(fused, req.k, lambda j: engine.slot_entry(int(slots[j])).id)
+    inside = _inside(engine, gate, slots) if gate is not None else np.zeros(slots.size, bool)
+    order = _gate_first(engine, slots, fused, inside, req.k)
     hits: list[dict[str, object]] = []
-    seen: set[str] = set()
     for j in order:
         entry = engine.slot_entry(int(slots[j]))
         matched = engine.index.matched_terms(int(slots[j]), terms)
-        hit = _hit(entry, float(fused[j]), matched)
+        mark = None if gate is None or entry.kind == "wiki" else bool(inside[j])
+        hit = _hit(entry, float(fused[j]), matched, mark)
         if req.explain:
             hit["explain"] = {
                 "bm25_raw": float(raw[j]),
+                "bm25_own": float(own[j]),
+                "bm25_previous": float(prior[j]),
                 "bm25_norm": float(bm25_norm[j]),
                 "cosine": None if np.isnan(cos[j]) else float(cos[j]),
                 "cosine_norm": float(cos_norm[j]),
@@ -245,56 +143,42 @@ def _ranked(
                 "weights": weights.as_dict(),
                 "matched_terms": matched,
                 "time_gate": gate.as_dict() if gate else None,
-                "via": None,
+                "in_window": mark,
             }
         hits.append(hit)
-        seen.add(entry.id)
-    if req.expand_links:
-        hits = _expand(engine, req, hits, seen, terms)
     costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
-    return hits[: budget_cut(costs, req.budget_tokens)], gate, embedding_used
+    hits = hits[: budget_cut(costs, req.budget_tokens)]
+    if req.expand_links:
+        _expand(engine, req, hits, terms)
+    return hits, embedding_used
 
 
-def _gate(
-    engine: Engine,
-    gate: Gate,
-    slots: I64,
-    raw: F64,
-    day: npt.NDArray[np.int32],
-    is_wiki: npt.NDArray[np.bool_],
-) -> tuple[I64, F64, Gate]:
-    """Keep wiki items and the diary entries inside the window.
+def _gate_first(engine: Engine, slots: I64, fused: F64, inside: B1, k: int) -> I64:
+    """Top ``k`` by fused score, the candidates inside the window before all others."""
 
-    A window whose best diary match is missing or weak (below ``gate_fallback_ratio`` of the
-    best diary match anywhere) widens by ±1 then ±3 days. A *parsed* window that is still weak
-    is not applied at all (``fallback``): a time word the parser read right can still point
-    away from the evidence, and narrow must not become wrong. An explicit window always holds.
-    """
-    diary = ~is_wiki[slots]
-    best_all = float(raw[diary].max()) if diary.any() else 0.0
-    ratio = engine.config.gate_fallback_ratio
-    g = gate
-    for days in (0, *WIDEN_STEPS_DAYS):
-        g = gate.widen(days) if days else gate
-        inside = _inside(engine, g, slots, day)
-        best_in = float(raw[inside].max()) if inside.any() else 0.0
-        if best_in > 0.0 and best_in >= ratio * best_all:
-            keep = is_wiki[slots] | inside
-            return slots[keep], raw[keep], g
-    if gate.source == "parsed" and best_all > 0.0:
-        return slots, raw, replace(g, fallback="weak" if inside.any() else "empty")
-    keep = is_wiki[slots] | inside
-    return slots[keep], raw[keep], g
+    def tiebreak(j: int) -> str:
+        return engine.slot_entry(int(slots[j])).id
+
+    first = np.flatnonzero(inside)
+    rest = np.flatnonzero(~inside)
+    head = first[top_k(fused[first], k, lambda j: tiebreak(int(first[j])))]
+    tail = rest[top_k(fused[rest], k - head.size, lambda j: tiebreak(int(rest[j])))]
+    return np.concatenate([head, tail]).astype(np.int64)
 
 
 def _weights(engine: Engine, req: QueryRequest) -> Weights:
     c = engine.config
-    w = {"bm25": c.weight_bm25, "vector": c.weight_vector, "recency": c.weight_recency}
+    w = {
+        "bm25": c.weight_bm25,
+        "vector": c.weight_vector,
+        "recency": c.weight_recency,
+        "previous": c.weight_previous,
+    }
     w.update(req.weights or {})
-    return Weights(w["bm25"], w["vector"], w["recency"])
+    return Weights(w["bm25"], w["vector"], w["recency"], w["previous"])
 
 
-def _filter(engine: Engine, req: QueryRequest, slots: I64) -> npt.NDArray[np.bool_]:
+def _filter(engine: Engine, req: QueryRequest, slots: I64) -> B1:
     """Which candidates pass ``kinds``, ``paths`` and ``tags``."""
     _, is_wiki, _ = engine.slot_arrays()
     keep = np.ones(slots.size, dtype=bool)
@@ -303,18 +187,19 @@ def _filter(engine: Engine, req: QueryRequest, slots: I64) -> npt.NDArray[np.boo
     if "diary" not in req.kinds:
         keep &= is_wiki[slots]
     if req.paths or req.tags:
-        keep &= np.fromiter((_passes(req, engine.slot_entry(s)) for s in slots), bool, slots.size)
+        keep &= np.fromiter((passes(req, engine.slot_entry(s)) for s in slots), bool, slots.size)
     return keep
 
 
-def _inside(
-    engine: Engine, g: Gate, slots: I64, day: npt.NDArray[np.int32]
-) -> npt.NDArray[np.bool_]:
-    """Which candidates are diary entries inside the window (times of day for one day)."""
+def _inside(engine: Engine, g: Gate, slots: I64) -> B1:
+    """Which candidates are diary entries inside the window (and not after ``now``)."""
+    day, is_wiki, _ = engine.slot_arrays()
     d = day[slots]
-    inside = (d >= g.start.toordinal()) & (d <= g.end.toordinal())
-    if g.start_time and g.start == g.end and not g.widened:
-        inside &= np.fromiter((g.contains(engine.slot_entry(s)) for s in slots), bool, slots.size)
+    inside = (d >= g.start.toordinal()) & (d <= g.end.toordinal()) & ~is_wiki[slots]
+    exact = g.start_time is not None and g.start == g.end and not g.widened
+    check = inside.copy() if exact else inside & (d >= (g.limit_day or g.end).toordinal())
+    for j in np.flatnonzero(check):  # the last day, or a time of day: look at the times
+        inside[j] = g.contains(engine.slot_entry(int(slots[j])))
     return inside
 
 
@@ -325,86 +210,104 @@ def _with_vectors(
     vectors: VectorSignal | None,
     text: str,
     slots: I64,
-    raw: F64,
+    own: F64,
+    prior: F64,
     weights: Weights,
-) -> tuple[I64, F64, F64, bool]:
-    """Add the cosine signal: (slots, raw BM25, cosine or NaN, embedding used).
+) -> tuple[I64, F64, F64, F64, bool]:
+    """Add the cosine signal: (slots, own BM25, BM25 from the entry before, cosine or NaN,
+    embedding used).
 
     Cosines are asked for the best ``VECTOR_POOL`` BM25 candidates and the nearest entries of
     the whole cache; a nearest entry that BM25 missed joins the candidates (BM25 0) once it
-    passes the same filters and gate. Candidates outside both pools keep a cosine of "absent".
+    passes the same filters (and an explicit window). Candidates outside both pools keep a
+    cosine of "absent".
     """
     cos = np.full(slots.size, np.nan)
     if vectors is None or weights.vector <= 0 or not text.strip():
-        return slots, raw, cos, False
-    pool = np.argsort(-raw, kind="stable")[:VECTOR_POOL]
+        return slots, own, prior, cos, False
+    pool = np.argsort(-(own + prior), kind="stable")[:VECTOR_POOL]
     keys = [engine.vector_key(int(s)) for s in slots[pool]]
     found = vectors.cosines(text, keys, max(50, req.k * 5))
     if found is None:
-        return slots, raw, cos, False
+        return slots, own, prior, cos, False
     cos[pool] = [found.get(key, np.nan) for key in keys]
     pooled = set(keys)
-    near = engine.slots_of_keys(key for key in found if key not in pooled)
+    nearest = engine.slots_of_keys(key for key in found if key not in pooled)
     # BM25 candidates beyond the pool that the vectors found: slots are sorted ascending.
-    at = np.searchsorted(slots, near)
-    known = np.zeros(near.size, dtype=bool)
+    at = np.searchsorted(slots, nearest)
+    known = np.zeros(nearest.size, dtype=bool)
     if slots.size:
-        known = (at < slots.size) & (slots[np.minimum(at, slots.size - 1)] == near)
+        known = (at < slots.size) & (slots[np.minimum(at, slots.size - 1)] == nearest)
     if known.any():
-        cos[at[known]] = [found[engine.vector_key(int(s))] for s in near[known]]
-    extra = near[~known]
+        cos[at[known]] = [found[engine.vector_key(int(s))] for s in nearest[known]]
+    extra = nearest[~known]
     keep = _filter(engine, req, extra)
-    if gate is not None and gate.fallback is None:
-        day, is_wiki, _ = engine.slot_arrays()
-        keep &= is_wiki[extra] | _inside(engine, gate, extra, day)
+    if gate is not None and gate.source == "explicit":
+        _, is_wiki, _ = engine.slot_arrays()
+        keep &= is_wiki[extra] | _inside(engine, gate, extra)
     extra = extra[keep]
     if extra.size:
         order = np.argsort(np.concatenate([slots, extra]), kind="stable")
         slots = np.concatenate([slots, extra])[order]
-        raw = np.concatenate([raw, np.zeros(extra.size)])[order]
+        own = np.concatenate([own, np.zeros(extra.size)])[order]
+        prior = np.concatenate([prior, np.zeros(extra.size)])[order]
         cos = np.concatenate([cos, [found[engine.vector_key(int(s))] for s in extra]])[order]
-    return slots, raw, cos, True
+    return slots, own, prior, cos, True
 
 
-def _hit(entry: Entry, score: float | None, matched: list[str]) -> dict[str, object]:
-    return {**entry.as_dict(), "score": score, "matched_terms": matched}
+def _hit(
+    entry: Entry, score: float | None, matched: list[str], in_window: bool | None
+) -> dict[str, object]:
+    hit = {**entry.as_dict(), "score": score, "matched_terms": matched}
+    hit["in_window"] = in_window
+    return hit
 
 
 def _expand(
-    engine: Engine,
-    req: QueryRequest,
-    hits: list[dict[str, object]],
-    seen: set[str],
-    terms: list[str],
-) -> list[dict[str, object]]:
-    """After each hit, the entries its links point at (one hop, each entry once)."""
-    out: list[dict[str, object]] = []
+    engine: Engine, req: QueryRequest, hits: list[dict[str, object]], terms: list[str]
+) -> None:
+    """Attach to each hit, as ``linked``, the entries its links point at (one hop).
+
+    A link to a section brings that section; a link to a whole note brings the note's best
+    section for the query (its first when none matches). An entry already shown as a hit or
+    as another hit's context is not repeated. Context never takes a hit's place in ``k``, and
+    under ``budget_tokens`` it is added only while the budget has room.
+    """
+    seen = {str(h["id"]) for h in hits}
+    budget = req.budget_tokens
+    used = sum(estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits)
     for hit in hits:
-        out.append(hit)
+        linked: list[dict[str, object]] = []
         for link in engine.entries[str(hit["id"])].links:
-            targets = [t for t in engine.resolve(link) if t.id not in seen and _passes(req, t)]
+            targets = [t for t in engine.resolve(link) if passes(req, t)]
             if not targets:
                 continue
-            best = _best_for(engine, targets, terms)
+            best = targets[0] if link.heading else _best_for(engine, targets, terms)
+            cost = estimate_tokens(f"{best.heading}\n{best.text}")
+            if best.id in seen or (budget is not None and used + cost > budget):
+                continue
             seen.add(best.id)
-            linked = _hit(
-                best, None, engine.index.matched_terms(engine.index.slot(best.id) or 0, terms)
-            )
-            linked["via"] = hit["id"]
-            if req.explain:
-                linked["explain"] = {"via": hit["id"], "link": link.target}
-            out.append(linked)
-    return out
+            used += cost
+            slot = engine.index.slot(best.id)
+            matched = engine.index.matched_terms(slot, terms) if slot is not None else []
+            context = _hit(best, None, matched, None)
+            context["via"] = hit["id"]
+            context["link"] = link.target + (f"#{link.heading}" if link.heading else "")
+            linked.append(context)
+        if linked:
+            hit["linked"] = linked
 
 
 def _best_for(engine: Engine, targets: list[Entry], terms: list[str]) -> Entry:
-    """Of a linked note's entries, the one sharing most query terms (the first on a tie)."""
-
-    def shared(e: Entry) -> int:
-        slot = engine.index.slot(e.id)
-        return len(engine.index.matched_terms(slot, terms)) if slot is not None else 0
-
-    return max(targets, key=shared)
+    """Of a linked note's entries, the one BM25 scores best for the query (first on a tie)."""
+    slots = {engine.index.slot(e.id): e for e in targets}
+    found, raw = engine.index.score(terms)
+    best, best_score = targets[0], 0.0
+    for slot, score in zip(found.tolist(), raw.tolist(), strict=True):
+        entry = slots.get(slot)
+        if entry is not None and score > best_score:
+            best, best_score = entry, score
+    return best
 
 
 def _budget(entries: list[Entry], budget_tokens: int | None) -> list[Entry]:

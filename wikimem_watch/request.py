@@ -9,6 +9,7 @@ from datetime import date, datetime
 from .errors import BadRequest
 
 KINDS = ("diary", "wiki")
+WEIGHT_KEYS = ("bm25", "vector", "recency", "previous")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +172,10 @@ def _weights(value: object) -> dict[str, float] | None:
         )
     out: dict[str, float] = {}
     for key, w in value.items():
-        if key not in ("bm25", "vector", "recency"):
-            raise BadRequest(f"weights: unknown signal {key!r}; expected bm25, vector, recency")
+        if key not in WEIGHT_KEYS:
+            raise BadRequest(
+                f"weights: unknown signal {key!r}; expected one of {', '.join(WEIGHT_KEYS)}"
+            )
         if isinstance(w, bool) or not isinstance(w, int | float) or w < 0:
             raise BadRequest(f"weights.{key}: expected a number >= 0, got {w!r}")
         out[key] = float(w)

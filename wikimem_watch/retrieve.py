@@ -23,9 +23,15 @@ class Weights:
     bm25: float = 1.0
     vector: float = 0.0
     recency: float = 0.0
+    previous: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
-        return {"bm25": self.bm25, "vector": self.vector, "recency": self.recency}
+        return {
+            "bm25": self.bm25,
+            "vector": self.vector,
+            "recency": self.recency,
+            "previous": self.previous,
+        }
 
 
 def normalise_max(raw: F64) -> F64:
@@ -54,6 +60,21 @@ def normalise_minmax(raw: F64, present: npt.NDArray[np.bool_] | None = None) -> 
     lo, hi = float(vals.min()), float(vals.max())
     out[mask] = 1.0 if hi - lo < 1e-12 else 0.1 + 0.9 * (vals - lo) / (hi - lo)
     return out
+
+
+def with_previous(slots: I64, raw: F64, prev: I64, capacity: int, weight: float) -> F64:
+    """``weight`` × the BM25 score of the entry before each candidate in its day file.
+
+    A diary entry is read with the one before it, as its vector is (ADR-0008): "Yes, twice!"
+    answers the question above it. ``prev`` maps every slot to the slot before it (-1: none).
+    Only candidates (entries that match the query themselves) get the term: the entry before
+    sharpens a match, it never makes one.
+    """
+    if weight <= 0 or slots.size == 0:
+        return np.zeros(slots.size)
+    dense = np.zeros(capacity + 1)  # the last cell answers the -1 of "no entry before"
+    dense[slots] = raw
+    return weight * dense[prev[slots]]
 
 
 def recency(age_days: F64, half_life_days: float) -> F64:

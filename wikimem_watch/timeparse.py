@@ -454,6 +454,8 @@ _FILLER_ZH = re.compile(_alt(
     "发生了什么事情 发生了什么 发生什么 发生了啥 都做了什么 都干了什么 做了什么 干了什么 做了啥 "
     "干了啥 干嘛了 干嘛 做什么 干什么 有什么事 有什么 有啥 怎么样 怎么了 过得 的事情 的事 事情 "
     "什么事 啥事 日记 记录 记了什么 写了什么 回顾 总结 看看 查看 显示 列出 告诉我 一下 我们 什么 "
+    "聊了些什么 聊了什么 聊过什么 聊了 聊过 聊天 聊 谈了 谈过 谈 讨论了 讨论 说了 说过 "
+    "话题 内容 咱们 "
     "啥 哪些 情况 我 了 的 呢 吗 啊 吧 都 在 是 有 么 嘛 呀 哦 做 干".split()
 ))  # fmt: skip
 _FILLER_EN = frozenset(
@@ -461,7 +463,9 @@ _FILLER_EN = frozenset(
     "on in at of for during was were is are be been there anything something everything show "
     "list tell give about event events entry entries diary note notes journal log logs went go "
     "going up so and all any have has had get got please can could would recap summary summarize "
-    "summarise memory memories day how s ve d ll m it that".split()
+    "summarise memory memories day how s ve d ll m it that talk talked talking chat chatted "
+    "chatting discuss discussed discussing topic topics conversation conversations say said "
+    "remember".split()
 )
 
 

@@ -28,7 +28,7 @@ def hits(result: dict[str, object]) -> list[dict[str, object]]:
 def test_hot_pot_finds_the_hot_pot_entries(example_engine: Engine) -> None:
     found = hits(ask(example_engine, q="火锅", k=5, expand_links=False))
     assert len(found) == 5
-    assert all("火锅" in str(h["text"]) for h in found)
+    assert all("火锅" in f"{h['heading']} {h['text']}" for h in found)
     assert all("火锅" in h["matched_terms"] for h in found)  # type: ignore[operator]
 
 
@@ -74,31 +74,33 @@ def test_empty_window_widens_and_says_so(example_engine: Engine) -> None:
     assert isinstance(gate, dict) and gate["start"] == "2026-11-12"
 
 
-def test_time_only_question_lists_the_window_newest_first(example_engine: Engine) -> None:
+def test_time_only_question_lists_the_window_in_time_order(example_engine: Engine) -> None:
     result = ask(example_engine, q="11月14号发生了什么")
     found = hits(result)
-    assert result["time_range_source"] == "parsed"
+    assert result["time_range_source"] == "parsed" and result["listing"] is True
     assert [h["date"] for h in found] == ["2026-11-14"] * 4
-    assert [h["time"] for h in found] == sorted((h["time"] for h in found), reverse=True)
+    assert [h["time"] for h in found] == sorted(str(h["time"]) for h in found)
+    assert result["cut"] is False and all(h["in_window"] is True for h in found)
 
 
 def test_parsed_time_words_are_not_scored(example_engine: Engine) -> None:
     result = ask(example_engine, q="昨天 火锅", now="2026-11-15T09:00:00")
     assert "昨天" not in result["query_terms"]  # type: ignore[operator]
-    diary = [h for h in hits(result) if h["kind"] == "diary"]
-    assert diary and all(h["date"] == "2026-11-14" for h in diary)
+    found = hits(result)
+    inside = [h for h in found if h["in_window"] is True]
+    assert inside and all(h["date"] == "2026-11-14" for h in inside)
+    assert found[: len(inside)] == inside  # the window's entries first, then the rest
     off = ask(example_engine, q="昨天 火锅", parse_time=False)
     assert off["time_range"] is None
 
 
-def test_link_expansion_adds_linked_entries_after_their_hit(example_engine: Engine) -> None:
+def test_link_expansion_attaches_linked_entries_to_their_hit(example_engine: Engine) -> None:
     found = hits(ask(example_engine, q="Zhou Piranesi", k=3))
-    vias = [h for h in found if h.get("via")]
-    assert vias, "a hit linking [[people#小周|Zhou]] should bring the linked section"
-    parent = next(i for i, h in enumerate(found) if h["id"] == vias[0]["via"])
-    assert found.index(vias[0]) > parent
+    assert len(found) == 3, "context never takes a hit's place"
+    context = [(h, c) for h in found for c in h.get("linked", [])]  # type: ignore[attr-defined]
+    assert any(c["id"] == "wiki/people.md#小周" and c["via"] == h["id"] for h, c in context)
     plain = hits(ask(example_engine, q="Zhou Piranesi", k=3, expand_links=False))
-    assert not any(h.get("via") for h in plain)
+    assert not any(h.get("linked") for h in plain)
 
 
 def test_budget_keeps_a_prefix_and_always_the_first(example_engine: Engine) -> None:
@@ -115,7 +117,7 @@ def test_explain_reports_each_signal(example_engine: Engine) -> None:
     explain = hit["explain"]
     assert isinstance(explain, dict)
     assert explain["bm25_raw"] > 0 and explain["bm25_norm"] == 1.0
-    assert set(explain["weights"]) == {"bm25", "vector", "recency"}
+    assert set(explain["weights"]) == {"bm25", "vector", "recency", "previous"}
     assert explain["matched_terms"] == ["dentist"]
 
 
@@ -168,12 +170,16 @@ def test_time_range_expression_is_explicit(example_engine: Engine) -> None:
         ask(example_engine, q="dentist", time_range="whenever")
 
 
-def test_parsed_window_with_no_match_falls_back_and_says_so(example_engine: Engine) -> None:
-    # 昨天 = 2026-11-28; the dentist entries are weeks earlier.
+def test_a_window_without_a_match_is_filled_from_outside_and_marked(
+    example_engine: Engine,
+) -> None:
+    # 昨天 = 2026-11-28 holds entries, but the dentist entries are weeks earlier.
     result = ask(example_engine, q="昨天 dentist", kinds=["diary"], now="2026-11-29T10:00:00")
     gate = result["time_range"]
-    assert isinstance(gate, dict) and gate["fallback"] in ("weak", "empty")
-    assert any("dentist" in str(h["text"]).lower() for h in hits(result))
+    assert isinstance(gate, dict) and gate["fallback"] is None and gate["entries"] > 0
+    found = hits(result)
+    assert found and all(h["in_window"] is False for h in found)
+    assert any("dentist" in str(h["text"]).lower() for h in found)
 
 
 def test_explicit_window_never_falls_back(example_engine: Engine) -> None:
@@ -302,5 +308,5 @@ def test_time_only_questions_list_their_window(
     found = hits(result)
     assert found and all(start <= str(h["date"]) <= end for h in found)
     keys = [(h["date"], h["time"] or "") for h in found]
-    assert keys == sorted(keys, reverse=True)
+    assert keys == sorted(keys)
     assert result["time_range_source"] == "parsed"

@@ -1,0 +1,190 @@
+"""The time gate: which diary window a query is about, clamped to ``now`` (ADR-0006, ADR-0009).
+
+A window comes from the request (``time_range``: *explicit*) or from the time words in ``q``
+(*parsed*). It never reaches past ``now``: a diary entry written later than the moment the
+question is asked cannot be what it is about. A window that holds no diary entries widens
+(±1, then ±3 days, still clamped); a parsed window that stays empty is not applied and says
+so (``fallback: "empty"``). Pure over the engine's read side; the caller holds its lock.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .engine import Engine
+from .errors import BadRequest
+from .models import Entry
+from .request import QueryRequest
+from .timeparse import parse_time_range
+from .vault import glob_match
+
+WIDEN_STEPS_DAYS = (1, 3)
+# A matched time expression that names a calendar date: a year, a month name, or M月.
+_ABSOLUTE = re.compile(
+    r"\d{4}|\d+\s*月|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """The diary window a query is filtered by, where it came from, and the ``now`` limit."""
+
+    start: date
+    end: date
+    source: str  # "explicit" | "parsed"
+    start_time: str | None = None
+    end_time: str | None = None
+    matched: str | None = None
+    widened: int = 0  # days added on each side
+    fallback: str | None = None  # why a parsed window was not applied: "empty"
+    limit_day: date | None = None  # `now`: no entry after this day and time is inside
+    limit_time: str | None = None
+    entries: int = 0  # diary entries the window holds (after the request's filters)
+
+    def contains(self, entry: Entry) -> bool:
+        """True for a diary entry inside the window (an undated entry is never inside)."""
+        if entry.date is None:
+            return False
+        d = date.fromisoformat(entry.date)
+        if not self.start <= d <= self.end or self.after_now(d, entry.time):
+            return False
+        if self.start_time and entry.time and self.start == self.end and not self.widened:
+            return self.start_time <= entry.time <= (self.end_time or "23:59")
+        return True
+
+    def after_now(self, day: date, hhmm: str | None) -> bool:
+        if self.limit_day is None or day < self.limit_day:
+            return False
+        if day > self.limit_day:
+            return True
+        return bool(hhmm and self.limit_time and hhmm > self.limit_time)
+
+    def widen(self, days: int) -> Gate:
+        end = self.end + timedelta(days)
+        if self.limit_day is not None:
+            end = max(self.end, min(end, self.limit_day))
+        return replace(self, start=self.start - timedelta(days), end=end, widened=days)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "start_time": self.start_time,
+            "end_time": self.end_time,
+            "source": self.source,
+            "matched": self.matched,
+            "widened_days": self.widened,
+            "fallback": self.fallback,
+            "entries": self.entries,
+        }
+
+
+def local_now(req: QueryRequest) -> datetime:
+    """The request's reference time in its zone (default: the current local time)."""
+    zone = None
+    if req.tz:
+        try:
+            zone = ZoneInfo(req.tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise BadRequest(f"tz: unknown time zone {req.tz!r} (e.g. 'Asia/Shanghai')") from None
+    now = req.now or datetime.now().astimezone()
+    if zone is not None:
+        now = now.astimezone(zone) if now.tzinfo else now.replace(tzinfo=zone)
+    return now
+
+
+def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bool]:
+    """(window, text left for BM25, time-only?) for a request."""
+    naive = now.replace(tzinfo=None)
+    limit_day, limit_time = naive.date(), naive.strftime("%H:%M")
+    if isinstance(req.time_range, tuple):
+        start, end = req.time_range
+        gate = Gate(start, end, "explicit", limit_day=limit_day, limit_time=limit_time)
+        return gate, req.q, False
+    if isinstance(req.time_range, str):
+        found = parse_time_range(req.time_range, now=naive)
+        if found is None:
+            raise BadRequest(f"time_range: no date or time expression in {req.time_range!r}")
+        gate = Gate(
+            found.start,
+            found.end,
+            "explicit",
+            _hhmm(found.start_time),
+            _hhmm(found.end_time),
+            found.matched,
+            limit_day=limit_day,
+            limit_time=limit_time,
+        )
+        return gate, req.q, False
+    if not req.parse_time:
+        return None, req.q, False
+    found = parse_time_range(req.q, now=naive)
+    if found is None:
+        return None, req.q, False
+    if not _ABSOLUTE.search(found.matched):
+        # "last week, as mentioned on 6 November 2023": a calendar date in the same question
+        # is a firmer anchor than a relative word resolved against `now`.
+        second = parse_time_range(found.rest, now=naive)
+        if second is not None and _ABSOLUTE.search(second.matched):
+            found = second
+    gate = Gate(
+        found.start,
+        found.end,
+        "parsed",
+        _hhmm(found.start_time),
+        _hhmm(found.end_time),
+        found.matched,
+        limit_day=limit_day,
+        limit_time=limit_time,
+    )
+    return gate, found.rest, found.time_only
+
+
+def _hhmm(value: object) -> str | None:
+    return value.strftime("%H:%M") if hasattr(value, "strftime") else None
+
+
+def passes(req: QueryRequest, entry: Entry) -> bool:
+    """True when an entry passes the request's ``kinds``, ``paths`` and ``tags`` filters.
+
+    A tag filter matches nested tags as Obsidian does: ``plants`` matches ``plants/succulents``.
+    """
+    if entry.kind not in req.kinds:
+        return False
+    if req.paths and not glob_match(entry.path, req.paths):
+        return False
+    return not req.tags or any(tag_matches(want, have) for want in req.tags for have in entry.tags)
+
+
+def tag_matches(want: str, have: str) -> bool:
+    want, have = want.lower(), have.lower()
+    return have == want or have.startswith(want.rstrip("/") + "/")
+
+
+def window_entries(engine: Engine, req: QueryRequest, gate: Gate) -> list[Entry]:
+    """The diary entries inside the window that pass the filters, oldest first."""
+    if gate.limit_day is not None and gate.start > gate.limit_day:
+        return []
+    end = min(gate.end, gate.limit_day) if gate.limit_day is not None else gate.end
+    found = engine.window_entries(gate.start, end)
+    return [e for e in found if gate.contains(e) and passes(req, e)]
+
+
+def settle(engine: Engine, req: QueryRequest, gate: Gate) -> tuple[Gate, list[Entry]]:
+    """Widen a window that holds no entries (±1, then ±3 days, never past ``now``).
+
+    A parsed window still empty is not applied (``fallback: "empty"``); an explicit one holds.
+    Returns the window and its entries, oldest first.
+    """
+    g = gate
+    for days in (0, *WIDEN_STEPS_DAYS):
+        g = gate.widen(days) if days else gate
+        found = window_entries(engine, req, g)
+        if found:
+            return replace(g, entries=len(found)), found
+    if gate.source == "parsed":
+        return replace(g, fallback="empty"), []
+    return g, []
