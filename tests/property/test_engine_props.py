@@ -41,6 +41,17 @@ def scores(engine: Engine, q: str) -> dict[str, float]:
     return {str(h["id"]): float(h["score"]) for h in result["hits"]}  # type: ignore[union-attr]
 
 
+def previous_of(engine: Engine) -> dict[str, str | None]:
+    """Each entry → the entry before it in its day file (the ranking's "previous" term)."""
+    prev = engine.previous_slots()
+    out: dict[str, str | None] = {}
+    for entry_id in engine.entries:
+        slot = engine.index.slot(entry_id)
+        assert slot is not None
+        out[entry_id] = engine.index.key(int(prev[slot])) if prev[slot] >= 0 else None
+    return out
+
+
 @settings(max_examples=60, deadline=None)
 @given(OPS)
 def test_live_engine_equals_fresh_scan(ops: list[tuple[str, str, str]]) -> None:
@@ -65,6 +76,7 @@ def test_live_engine_equals_fresh_scan(ops: list[tuple[str, str, str]]) -> None:
         fresh.scan()
         assert live.digest() == fresh.digest()
         assert live.embedding_inputs().keys() == fresh.embedding_inputs().keys()
+        assert previous_of(live) == previous_of(fresh)
         for q in ("cat", "火锅 tea", "moon run 年糕"):
             got, want = scores(live, q), scores(fresh, q)
             assert got.keys() == want.keys()

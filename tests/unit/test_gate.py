@@ -1,0 +1,223 @@
+"""Gate-first ranking, the ``now`` limit, time-only listings and the other answer rules
+(ADR-0009), each on a small vault written for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import write
+from wikimem_watch.config import load_config
+from wikimem_watch.engine import Engine
+from wikimem_watch.query import run_query
+from wikimem_watch.request import QueryRequest
+
+
+def engine_for(root: Path, files: dict[str, str]) -> Engine:
+    for rel, text in files.items():
+        write(root, rel, text)
+    engine = Engine(load_config(root))
+    engine.scan()
+    return engine
+
+
+def ask(engine: Engine, **fields: object) -> dict[str, object]:
+    result = run_query(engine, QueryRequest.from_dict(fields))
+    return result
+
+
+def hits(result: dict[str, object]) -> list[dict[str, object]]:
+    value = result["hits"]
+    assert isinstance(value, list)
+    return value
+
+
+DENTIST = {
+    # Wednesday 2026-11-18: the dentist, in few words among other things.
+    "diary/2026-11-18.md": "# 2026-11-18\n\n## 09:00\n早上去看牙医，补了一颗牙。\n\n"
+    "## 20:00\n晚上和妈妈打电话。\n",
+    "diary/2026-11-10.md": "## 10:00\n牙医 牙医 牙医：预约了下周的牙医，牙医诊所在徐汇。\n",
+    "wiki/people.md": "# People\n\n## 妈妈\n妈妈的牙医是王医生，妈妈每年看一次牙医。\n",
+}
+
+
+def test_in_window_entries_rank_before_stronger_matches_elsewhere(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, DENTIST)
+    result = ask(engine, q="上周三看牙医了吗", now="2026-11-25T12:00:00")
+    found = hits(result)
+    assert found[0]["id"] == "diary/2026-11-18.md#09:00" and found[0]["in_window"] is True
+    rest = found[1:]
+    assert {h["path"] for h in rest} >= {"wiki/people.md", "diary/2026-11-10.md"}
+    assert all(h["in_window"] is not True for h in rest)
+    wiki = next(h for h in rest if h["kind"] == "wiki")
+    assert wiki["in_window"] is None  # wiki items are not on the time axis
+    outside = next(h for h in rest if h["path"] == "diary/2026-11-10.md")
+    assert outside["in_window"] is False
+
+
+def test_an_explicit_window_excludes_diary_outside_it(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, DENTIST)
+    result = ask(
+        engine, q="牙医", time_range=["2026-11-18", "2026-11-18"], now="2026-11-25T12:00:00"
+    )
+    paths = [h["path"] for h in hits(result)]
+    assert paths[0] == "diary/2026-11-18.md" and "diary/2026-11-10.md" not in paths
+    assert "wiki/people.md" in paths
+
+
+def test_a_window_never_reaches_past_now(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-14.md": "## 12:00\nlunch with Mia\n",
+            "diary/2026-11-15.md": "## 08:00\nbreakfast alone\n\n## 19:30\ndinner with Mia\n",
+        },
+    )
+    result = ask(engine, q="昨天发生了什么", now="2026-11-15T09:00:00")
+    assert [h["id"] for h in hits(result)] == ["diary/2026-11-14.md#12:00"]
+    assert result["widened"] is False
+    today = ask(engine, q="what happened today", now="2026-11-15T09:00:00")
+    assert [h["time"] for h in hits(today)] == ["08:00"]
+    mia = hits(ask(engine, q="Mia today", now="2026-11-15T09:00:00", kinds=["diary"]))
+    assert all(h["in_window"] is False for h in mia)  # 08:00 holds no Mia; 19:30 is later
+
+
+def test_widening_happens_only_for_an_empty_window_and_not_into_the_future(
+    tmp_path: Path,
+) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-12.md": "## 12:00\nrain all day\n",
+            "diary/2026-11-14.md": "## 12:00\nsunny, went running\n",
+        },
+    )
+    # 2026-11-13 holds nothing: widen ±1 day, which reaches 11-12 and 11-14 (now is 11-14).
+    result = ask(engine, q="11月13号发生了什么", now="2026-11-14T13:00:00")
+    gate = result["time_range"]
+    assert isinstance(gate, dict) and result["widened"] is True
+    assert (gate["start"], gate["end"]) == ("2026-11-12", "2026-11-14")
+    # A day that holds an entry does not widen, even when its entry does not match.
+    held = ask(engine, q="11月14号 rain", now="2026-11-15T09:00:00")
+    assert held["widened"] is False
+    assert [h["in_window"] for h in hits(held)] == [False]
+
+
+def test_a_parsed_window_that_stays_empty_is_not_applied_and_says_so(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, {"diary/2026-10-01.md": "## 12:00\nthe blue bicycle\n"})
+    result = ask(engine, q="blue bicycle last week", now="2026-11-25T12:00:00")
+    gate = result["time_range"]
+    assert isinstance(gate, dict) and gate["fallback"] == "empty"
+    assert [h["id"] for h in hits(result)] == ["diary/2026-10-01.md#12:00"]
+    assert hits(result)[0]["in_window"] is None
+
+
+def test_content_free_words_list_the_window_in_time_order(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-20.md": "## 21:00\n我们聊了话题：搬家。\n\n## 08:00\n早饭吃了包子。\n"
+            "\n## 12:00\nWe talked about the talk topic: moving house.\n",
+            "diary/2026-11-19.md": "## 10:00\n聊天 话题 聊了 talk topic\n",
+        },
+    )
+    for q in ("11月20号我们聊了什么话题", "what did we talk about on November 20", "11月20号"):
+        result = ask(engine, q=q, now="2026-11-25T12:00:00")
+        assert result["listing"] is True, q
+        assert [h["time"] for h in hits(result)] == ["08:00", "12:00", "21:00"], q
+
+
+def test_a_listing_says_when_it_was_cut_at_k(tmp_path: Path) -> None:
+    days = {f"diary/2026-11-{d:02d}.md": f"## 09:00\nday {d}\n" for d in range(16, 23)}
+    engine = engine_for(tmp_path, days)
+    result = ask(engine, q="上周", now="2026-11-25T12:00:00", k=3)
+    assert result["cut"] is True and len(hits(result)) == 3
+    gate = result["time_range"]
+    assert isinstance(gate, dict) and gate["entries"] == 7
+    assert [h["date"] for h in hits(result)] == ["2026-11-16", "2026-11-17", "2026-11-18"]
+    whole = ask(engine, q="上周", now="2026-11-25T12:00:00", k=10)
+    assert whole["cut"] is False and len(hits(whole)) == 7
+
+
+def test_a_heading_names_its_section(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "wiki/pets.md": "# Pets\n\n## 年糕\nAn orange tabby, three years old, sleeps on the "
+            "router and steals food from the table whenever she can.\n",
+            "diary/2026-11-01.md": "## 09:00\n年糕 woke me up.\n",
+            "diary/2026-11-02.md": "## 10:00\n年糕 on the mat.\n",
+        },
+    )
+    found = hits(ask(engine, q="年糕", now="2026-11-25T12:00:00", expand_links=False))
+    assert found[0]["id"] == "wiki/pets.md#年糕"
+    flat = Engine(load_config(tmp_path, {"heading_weight": 1}))
+    flat.scan()
+    unweighted = hits(ask(flat, q="年糕", now="2026-11-25T12:00:00", expand_links=False))
+    assert unweighted[0]["id"] != "wiki/pets.md#年糕"  # the weight is what lifts it
+
+
+def test_the_entry_before_sharpens_a_match_but_never_makes_one(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-02.md": "## 20:00\nWhich camera should I buy for the trip?\n\n"
+            "## 20:01\nThe small one: a camera you carry beats a better one at home.\n\n"
+            "## 20:02\nThanks, that settles it.\n",
+            "diary/2026-11-03.md": "## 20:00\nMy old camera broke today, and the lens too.\n",
+        },
+    )
+    plain = ask(engine, q="camera trip", weights={"previous": 0}, explain=True)
+    sharpened = ask(engine, q="camera trip", weights={"previous": 0.5}, explain=True)
+    ids = [h["id"] for h in hits(sharpened)]
+    assert "diary/2026-11-02.md#20:02" not in ids  # shares no query word
+    assert set(ids) == {h["id"] for h in hits(plain)}
+    answer = next(h for h in hits(sharpened) if h["id"] == "diary/2026-11-02.md#20:01")
+    explain = answer["explain"]
+    assert isinstance(explain, dict) and explain["bm25_previous"] > 0
+    first = next(h for h in hits(sharpened) if h["id"] == "diary/2026-11-02.md#20:00")
+    assert isinstance(first["explain"], dict) and first["explain"]["bm25_previous"] == 0.0
+
+
+def test_the_entry_before_follows_edits(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path, {"diary/2026-11-02.md": "## 20:00\nzebra\n\n## 20:05\nzebra crossing\n"}
+    )
+    write(tmp_path, "diary/2026-11-02.md", "## 20:00\nzebra\n\n## 20:03\nlion\n\n## 20:05\nzebra\n")
+    engine.apply(["diary/2026-11-02.md"])
+    prev = engine.previous_slots()
+    slot = engine.index.slot("diary/2026-11-02.md#20:05")
+    assert slot is not None
+    assert engine.index.key(int(prev[slot])) == "diary/2026-11-02.md#20:03"
+    first = engine.index.slot("diary/2026-11-02.md#20:00")
+    assert first is not None and prev[first] == -1
+
+
+def test_nested_tags_match_their_parent(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "notes/cactus.md": "# Cactus\nWatered the cactus. #plants/succulents\n",
+            "notes/fern.md": "# Fern\nWatered the fern. #plantsfan\n",
+        },
+    )
+    found = hits(ask(engine, q="watered", tags=["plants"]))
+    assert [h["path"] for h in found] == ["notes/cactus.md"]
+    assert hits(ask(engine, q="watered", tags=["plants/succulents"]))
+    assert not hits(ask(engine, q="watered", tags=["succulents"]))
+
+
+def test_link_context_is_the_best_section_and_never_takes_a_place_in_k(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-02.md": "## 20:00\nDinner plans with [[people]] tonight.\n\n"
+            "## 21:00\nDinner was lovely.\n",
+            "people.md": "# People\n\n## Mia\nLikes sushi.\n\n## Zhou\nAllergic to dinner rolls.\n",
+        },
+    )
+    found = hits(ask(engine, q="dinner", k=2, now="2026-11-25T12:00:00"))
+    assert len(found) == 2 and all(h["kind"] == "diary" for h in found)
+    host = next(h for h in found if h.get("linked"))
+    linked = host["linked"]
+    assert isinstance(linked, list) and [c["id"] for c in linked] == ["people.md#Zhou"]
+    assert linked[0]["via"] == host["id"]
