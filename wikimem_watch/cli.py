@@ -129,6 +129,38 @@ def request_from_args(args: argparse.Namespace) -> dict[str, object]:
     return req
 
 
+def _window_line(gate: dict[str, object], result: dict[str, object]) -> str:
+    notes = []
+    if result.get("widened"):
+        notes.append(f"widened ±{gate['widened_days']} days")
+    if gate.get("fallback") == "empty":
+        notes.append("no entries: not applied")
+    else:
+        notes.append(f"{gate['entries']} entries")
+    return f"window {gate['start']} .. {gate['end']} [{gate['source']}] ({', '.join(notes)})"
+
+
+def _print_hit(hit: dict[str, object], indent: str) -> None:
+    when = " ".join(str(x) for x in (hit.get("date"), hit.get("time")) if x) or "-"
+    score = hit.get("score")
+    score_s = f"{score:6.3f}" if isinstance(score, float) else "     -"
+    text = " ".join(str(hit["text"]).split())
+    print(f"{indent}{score_s}  {when:16}  {hit['path']}:{hit['line']}  {hit['heading']}")
+    print(f"{indent}        {text[:110]}{'…' if len(text) > 110 else ''}")
+    explain = hit.get("explain")
+    if isinstance(explain, dict) and "bm25_raw" in explain:
+        w = explain["weights"]
+        cos = explain["cosine"]
+        print(
+            f"{indent}        bm25 {explain['bm25_own']:.3f} + previous "
+            f"{explain['bm25_previous']:.3f} → {explain['bm25_norm']:.2f}×{w['bm25']:g}"
+            f"  cosine {'-' if cos is None else f'{cos:.3f}'}"
+            f" → {explain['cosine_norm']:.2f}×{w['vector']:g}"
+            f"  recency {explain['recency']:.3f}×{w['recency']:g}"
+            f"  terms {','.join(explain['matched_terms'])}"
+        )
+
+
 def print_result(result: dict[str, object], as_json: bool) -> int:
     hits = result.get("hits")
     assert isinstance(hits, list)
@@ -137,24 +169,21 @@ def print_result(result: dict[str, object], as_json: bool) -> int:
         return EXIT_OK if hits else EXIT_EMPTY
     gate = result.get("time_range")
     if isinstance(gate, dict):
-        note = " (widened)" if result.get("widened") else ""
-        print(f"window {gate['start']} .. {gate['end']} [{gate['source']}]{note}")
+        print(_window_line(gate, result))
     if not hits:
         print("no results")
         return EXIT_EMPTY
+    outside = False
     for hit in hits:
-        when = " ".join(x for x in (hit.get("date"), hit.get("time")) if x) or "-"
-        score = hit.get("score")
-        score_s = (
-            f"{score:6.3f}"
-            if isinstance(score, float)
-            else "  link"
-            if hit.get("via")
-            else "     -"
-        )
-        text = " ".join(str(hit["text"]).split())
-        print(f"{score_s}  {when:16}  {hit['path']}:{hit['line']}  {hit['heading']}")
-        print(f"        {text[:110]}{'…' if len(text) > 110 else ''}")
+        if hit.get("in_window") is not True and isinstance(gate, dict) and not outside:
+            outside = gate.get("fallback") is None
+            if outside:
+                print("-- outside the window --")
+        _print_hit(hit, "")
+        for context in hit.get("linked", []):
+            _print_hit(context, "  ↳ ")
+    if result.get("cut"):
+        print(f"(first {len(hits)} of {gate['entries'] if isinstance(gate, dict) else '?'})")
     return EXIT_OK
 
 

@@ -68,20 +68,23 @@ def run_query(
     with engine.lock:
         if gate is not None:
             gate, inside = settle(engine, req, gate)
-        if gate is not None and gate.fallback is None and listing:
-            cut = len(inside) > req.k
-            hits = [_hit(e, None, [], True) for e in _budget(inside[: req.k], req.budget_tokens)]
-            embedding_used = False
-        else:
-            applied = gate if gate is not None and gate.fallback is None else None
+        applied = gate if gate is not None and gate.fallback is None else None
+        hits: list[dict[str, object]] = []
+        embedding_used = False
+        if not (applied and listing):
             hits, embedding_used = _ranked(engine, req, applied, text, terms, now, vectors)
+        if applied and not hits:
+            # Only time words, or words that match nothing anywhere ("what did I eat last
+            # weekend"): what the window holds is the answer, in time order.
+            listing, cut = True, len(inside) > req.k
+            hits = [_hit(e, None, [], True) for e in _budget(inside[: req.k], req.budget_tokens)]
     return {
         "q": req.q,
         "hits": hits,
         "time_range": gate.as_dict() if gate else None,
         "time_range_source": gate.source if gate else None,
         "widened": bool(gate and gate.widened),
-        "listing": bool(gate and gate.fallback is None and listing),
+        "listing": bool(applied and listing),
         "cut": cut,
         "query_terms": terms,
         "embedding_used": embedding_used,

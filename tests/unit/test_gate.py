@@ -221,3 +221,19 @@ def test_link_context_is_the_best_section_and_never_takes_a_place_in_k(tmp_path:
     linked = host["linked"]
     assert isinstance(linked, list) and [c["id"] for c in linked] == ["people.md#Zhou"]
     assert linked[0]["via"] == host["id"]
+
+
+def test_words_that_match_nothing_list_the_window(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-21.md": "## 12:00\nnoodles at the market\n\n## 19:00\nhot pot\n",
+            "diary/2026-11-10.md": "## 12:00\nrice\n",
+        },
+    )
+    result = ask(engine, q="what did I eat last weekend", now="2026-11-25T12:00:00")
+    assert result["listing"] is True
+    assert [h["id"] for h in hits(result)] == [
+        "diary/2026-11-21.md#12:00",
+        "diary/2026-11-21.md#19:00",
+    ]
