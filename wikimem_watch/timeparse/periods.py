@@ -52,3 +52,17 @@ def recent(today: date, month: int, day: int) -> date:
         if found <= today:
             return found
     raise ValueError(f"no such day: month {month}, day {day}")
+
+
+def months_back(today: date, n: int) -> date:
+    """The same day n months earlier, clamped to the month's last day (Mar 31 -> Feb 28)."""
+    year, index = divmod(today.year * 12 + today.month - 1 - n, 12)
+    last = calendar.monthrange(year, index + 1)[1]
+    return date(year, index + 1, min(today.day, last))
+
+
+def recent_month(today: date, month: int) -> Days:
+    """The most recent such month not in the future; the current month ends today."""
+    year = today.year if month <= today.month else today.year - 1
+    start, end, _, _ = month_days(year, month)
+    return start, min(end, today), None, None

@@ -11,9 +11,19 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 
+from . import en
 from .atoms import parse_atom
-from .periods import month_days, month_from, one_day, recent, week, year_days
-from .vocab import AGO_MAX, OFFSET, REL_DAY, REL_TOD, UNIT, en_num, num, weekday
+from .periods import (
+    month_days,
+    month_from,
+    months_back,
+    one_day,
+    recent,
+    recent_month,
+    week,
+    year_days,
+)
+from .vocab import AGO_MAX, MONTH_NO, OFFSET, REL_DAY, REL_TOD, UNIT, en_num, num, weekday
 from .window import Days
 
 Resolver = Callable[[re.Match[str], date], Days | None]
@@ -31,19 +41,102 @@ def relative_day(m: re.Match[str], today: date) -> Days | None:
     return one_day(today + timedelta(days=offset), m["tod"] or tod)
 
 
+def _count(unit_text: str, n_text: str) -> tuple[str, int] | None:
+    """('day' | 'week' | 'month' | 'year', N) for '3', 'three', '十五' and 天/周/个月/days."""
+    unit = unit_text.lower().rstrip("s")
+    unit = UNIT.get(unit[-1], unit)
+    n = en_num(n_text) if n_text.isascii() and n_text[0].isalpha() else num(n_text)
+    return (unit, n) if 1 <= n <= AGO_MAX[unit] else None
+
+
 def ago(m: re.Match[str], today: date) -> Days | None:
     """N days ago is that day; N weeks/months/years ago is that whole calendar period."""
-    unit = m["u"].lower().rstrip("s")
-    unit = UNIT.get(unit[-1], unit)
-    text = m["n"]
-    n = en_num(text) if text.isascii() and text[0].isalpha() else num(text)
-    if not 1 <= n <= AGO_MAX[unit]:
+    counted = _count(m["u"], m["n"])
+    if counted is None:
         return None
+    unit, n = counted
     if unit == "day":
         return one_day(today - timedelta(days=n))
     if unit == "week":
         return (*week(today, -n), None, None)
     return month_from(today, -n) if unit == "month" else year_days(today.year - n)
+
+
+def rolling(m: re.Match[str], today: date) -> Days | None:
+    """过去三天, the past 3 days: today and the N-1 days before it; weeks are 7N days, months
+    and years run from the day after the same date N months/years back."""
+    g = m.groupdict()
+    if en.OWNER_BEFORE.search(m.string, 0, m.start()):
+        return None  # "my last 3 days in Paris": a period of something else
+    if g.get("n3"):  # 这三天; 这两天 and 这一天 are vague ("these days", "that day")
+        n = num(g["n3"])
+        return (today - timedelta(days=n - 1), today, None, None) if 3 <= n <= 31 else None
+    counted = _count(g["u"], g["n"]) if g.get("u") else (g["u1"].lower(), 1)
+    if counted is None:
+        return None
+    unit, n = counted
+    if unit in ("day", "week"):
+        return today - timedelta(days=n * (7 if unit == "week" else 1) - 1), today, None, None
+    return (
+        months_back(today, n * (12 if unit == "year" else 1)) + timedelta(days=1),
+        today,
+        None,
+        None,
+    )
+
+
+def month_alone(m: re.Match[str], today: date) -> Days | None:
+    """十月, 10月份, in October, early October: the most recent such month, this one counts
+    (and then ends today)."""
+    name = m.groupdict().get("mn")
+    if name:
+        if name.lower() in en.AMBIGUOUS_MONTHS and not name[0].isupper():
+            return None  # "I may go", "we march on"
+        if en.NAME_VERB_AFTER.match(m.string, m.end()):
+            return None  # "since May said", "a friend of June told me"
+        month = MONTH_NO[name.lower()]
+    else:
+        month = num(m["m"])
+    return recent_month(today, month)
+
+
+def month_of_year_word(m: re.Match[str], today: date) -> Days | None:
+    """this October: this year's. last October: last year's, when that is unambiguous."""
+    name = m["mn"]
+    if name.lower() in en.AMBIGUOUS_MONTHS and not name[0].isupper():
+        return None
+    month = MONTH_NO[name.lower()]
+    if m["w"].lower() == "this":
+        return month_days(today.year, month)
+    if month < today.month:
+        return None  # in July, "last March": this year's March or last year's? No window.
+    return month_days(today.year - 1, month)
+
+
+def relative_year(m: re.Match[str], today: date) -> Days | None:
+    """去年, 今年; 去年10月 (that month), 去年5月3日 (that day)."""
+    year = today.year + OFFSET[m["w"]]
+    if not m["m"]:
+        return year_days(year)
+    if not m["d"]:
+        return month_days(year, num(m["m"]))
+    return one_day(date(year, num(m["m"]), num(m["d"])))
+
+
+def weekday_of_week(m: re.Match[str], today: date) -> Days | None:
+    """Wednesday last week, last week's Wednesday: that day of that Mon-Sun week."""
+    monday, _ = week(today, OFFSET[(m["w"] or m["w2"]).lower()])
+    return one_day(monday + timedelta(days=weekday(m["wd"] or m["wd2"])))
+
+
+def _weekday_is_name(m: re.Match[str]) -> bool:
+    """'the Sunday Times', 'a Friday market', 'Monday Night Football' name no day."""
+    b, e = m.span("wd")
+    return bool(
+        en.ARTICLE_BEFORE.search(m.string, 0, b)
+        or (m.string[b].isupper() and en.CAPITALISED_AFTER.match(m.string, e))
+        or m.string.startswith(("'s", "’s"), e)
+    )
 
 
 def relative_period(m: re.Match[str], today: date) -> Days | None:
@@ -74,6 +167,8 @@ def bare_weekday(m: re.Match[str], today: date) -> Days | None:
     """周三 / on Wednesday: the most recent such day, today included (never the future)."""
     if m.groupdict().get("wd2"):
         return None  # 周一到周五: which week? Ambiguous: no window.
+    if m["wd"].isascii() and _weekday_is_name(m):
+        return None
     return one_day(today - timedelta(days=(today.weekday() - weekday(m["wd"])) % 7), m["tod"])
 
 
@@ -96,14 +191,19 @@ def date_range(m: re.Match[str], today: date) -> Days | None:
     """A missing year comes from the other side, else from the latest start not in future."""
     ya, ma, da = parse_atom(m["a"])
     yb, mb, db = parse_atom(m["b"])
-    if ma is None:
-        return None
+    if ma is None:  # "between 20 and 22 November": the first day borrows the month and year
+        if mb is None:
+            return None
+        ya, ma = yb, mb
     mb = mb or ma
     first, last = (ma, da or 1), (mb, db or 31)
+    yearless = ya is None and yb is None
     if ya is None:
         ya = recent(today, ma, da or 1).year if yb is None else yb - (first > last)
     if yb is None:
         yb = ya + (last < first)
     start = date(ya, ma, da or 1)
     end = date(yb, mb, db) if db else month_days(yb, mb)[1]
+    if yearless:  # "the most recent" reading looks back: it never runs past today
+        end = min(end, today)
     return (start, end, None, None) if start <= end else None
