@@ -7,7 +7,7 @@ from datetime import date, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wikimem_watch.timeparse import parse_time_range
+from wikimem_watch.timeparse import core, parse_time_range
 
 # Fragments that sit near the parser's edges: time words, their look-alikes, numbers.
 WORDS = (
@@ -16,7 +16,9 @@ WORDS = (
     "月亮 月饼 吃了什么 发生了什么 2021 2023 2024-02-29 2023/05/08 5 12 29 31 13 99 "
     "yesterday today tomorrow tonight last this next night morning evening week weekend month "
     "year ago days weeks day the before after between and from to in on during since May may "
-    "March march Feb August Sept Monday Wednesday sunday school a three twenty-one , - ? 1st"
+    "March march Feb August Sept Monday Wednesday sunday school a three twenty-one , - ? 1st "
+    "自从 以来 至今 开始 过去 最近 近 这 和 、 或 份 十月 10月 周到 先天 since ever past last "
+    "or of early Good Friday Times October 's said"
 ).split()
 fragments = st.one_of(
     st.sampled_from(WORDS),
@@ -67,3 +69,55 @@ def test_weeks_run_monday_to_sunday(now: datetime) -> None:
         found = parse_time_range(text, now=now)
         assert found is not None
         assert found.start.weekday() == 0 and found.end - found.start == timedelta(days=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=texts)
+def test_skipped_rules_could_not_have_matched(text: str) -> None:
+    # The needle prefilter is an optimisation only: a rule it skips has no match in the text.
+    kept = {id(pattern) for pattern, _ in core._rules_for(text)}
+    for pattern, _ in core.RULES:
+        if id(pattern) not in kept:
+            assert pattern.search(text) is None, pattern.pattern[:60]
+
+
+@settings(max_examples=200, deadline=None)
+@given(now=nows, n=st.integers(min_value=1, max_value=60))
+def test_rolling_and_since_windows_end_today(now: datetime, n: int) -> None:
+    today = now.date()
+    for text, first in (
+        (f"the past {n} days", today - timedelta(days=n - 1)),
+        (f"过去{n}天", today - timedelta(days=n - 1)),
+        (f"最近{n}周", today - timedelta(days=7 * n - 1)),
+        ("since yesterday", today - timedelta(days=1)),
+        ("自从上周以来", today - timedelta(days=today.weekday() + 7)),
+    ):
+        found = parse_time_range(text, now=now)
+        assert found is not None, text
+        assert (found.start, found.end) == (first, today), text
+
+
+MONTHS = "January February March April May June July August September October November December"
+
+
+@settings(max_examples=200, deadline=None)
+@given(now=nows, month=st.integers(min_value=1, max_value=12))
+def test_a_month_alone_is_the_most_recent_and_never_the_future(now: datetime, month: int) -> None:
+    today = now.date()
+    for text in (f"in {MONTHS.split()[month - 1]}", f"{month}月份"):
+        found = parse_time_range(text, now=now)
+        assert found is not None, text
+        assert found.start.month == month and found.start.day == 1
+        assert found.end <= today and today - found.start < timedelta(days=366)
+
+
+@settings(max_examples=200, deadline=None)
+@given(now=nows, first=st.integers(0, 6), gap=st.integers(1, 6))
+def test_joined_weekdays_are_the_latest_span_not_after_today(
+    now: datetime, first: int, gap: int
+) -> None:
+    names = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
+    found = parse_time_range(f"{names[first]}和{names[(first + gap) % 7]}", now=now)
+    assert found is not None
+    assert found.start.weekday() == first and found.end - found.start == timedelta(days=gap)
+    assert found.end <= now.date() < found.end + timedelta(days=7)

@@ -14,6 +14,8 @@ SUN = datetime(2026, 7, 26, 20, 0)  # Sunday: "this week" ends today
 NEW_YEAR = datetime(2026, 1, 1, 0, 5)  # just after midnight, a Thursday: year/month/week edges
 LEAP = datetime(2024, 3, 1, 10, 0)  # the day after a leap day
 NON_LEAP = datetime(2025, 3, 1, 10, 0)  # a Saturday in a non-leap March
+WED = datetime(2026, 7, 22, 9, 0)  # Wednesday: "周三和周四" cannot be this week's yet
+MONTH_END = datetime(2026, 5, 31, 12, 0)  # the 31st: "the past 3 months" clamps Feb 31
 
 MORNING, NOON = (time(6), time(12)), (time(11), time(14))
 AFTERNOON, EVENING, SMALL_HOURS = (time(12), time(18)), (time(18), time(23, 59)), (time(0), time(6))
@@ -268,6 +270,124 @@ POSITIVE = [
     _case("nonleap-en-feb-29-looks-back", "Feb 29", "2024-02-29", now=NON_LEAP),
     _case("nonleap-zh-last-week", "上周", "2025-02-17", "2025-02-23", now=NON_LEAP),
     _case("nonleap-en-this-week", "this week", "2025-02-24", "2025-03-02", now=NON_LEAP),
+    # --- a month without a year: the most recent one, the current month ends today
+    _case("en-in-october", "what did I do in October", "2025-10-01", "2025-10-31"),
+    _case("en-during-october", "during October", "2025-10-01", "2025-10-31"),
+    _case("en-early-october", "in early October", "2025-10-01", "2025-10-31"),
+    _case("en-mid-october", "mid-October", "2025-10-01", "2025-10-31"),
+    _case("en-late-oct-abbrev", "late Oct", "2025-10-01", "2025-10-31"),
+    _case("en-end-of-october", "at the end of October", "2025-10-01", "2025-10-31"),
+    _case("en-in-june", "in June", "2026-06-01", "2026-06-30"),
+    _case("en-in-july-is-this-month", "in July", "2026-07-01", "2026-07-24"),
+    _case("en-in-august-is-last-year", "in August", "2025-08-01", "2025-08-31"),
+    _case("en-in-may-capitalised", "in May", "2026-05-01", "2026-05-31"),
+    _case("en-in-march-capitalised", "In March we moved", "2026-03-01", "2026-03-31"),
+    _case("en-last-october", "last October", "2025-10-01", "2025-10-31"),
+    _case("en-last-july-is-a-year-ago", "last July", "2025-07-01", "2025-07-31"),
+    _case("en-this-october-names-this-year", "this October", "2026-10-01", "2026-10-31"),
+    _case("en-this-march", "this March", "2026-03-01", "2026-03-31"),
+    _case("zh-october-cn", "十月", "2025-10-01", "2025-10-31"),
+    _case("zh-october-digits", "10月", "2025-10-01", "2025-10-31"),
+    _case("zh-october-fen", "10月份的账单", "2025-10-01", "2025-10-31"),
+    _case("zh-june", "六月", "2026-06-01", "2026-06-30"),
+    _case("zh-july-is-this-month", "7月", "2026-07-01", "2026-07-24"),
+    _case("zh-last-year-october", "去年10月", "2025-10-01", "2025-10-31"),
+    _case("zh-this-year-march", "今年三月份", "2026-03-01", "2026-03-31"),
+    _case("zh-last-year-may-3", "去年5月3日", "2025-05-03"),
+    _case("ny-en-in-december", "in December", "2025-12-01", "2025-12-31", now=NEW_YEAR),
+    _case("ny-en-in-january-is-today", "in January", "2026-01-01", now=NEW_YEAR),
+    _case("ny-en-last-december", "last December", "2025-12-01", "2025-12-31", now=NEW_YEAR),
+    _case("ny-zh-december", "十二月", "2025-12-01", "2025-12-31", now=NEW_YEAR),
+    _case("ny-zh-last-year-december", "去年十二月", "2025-12-01", "2025-12-31", now=NEW_YEAR),
+    _case("leap-en-in-february", "in February", "2024-02-01", "2024-02-29", now=LEAP),
+    # --- rolling periods: today and the N-1 days before it (weeks are 7N days)
+    _case("en-past-3-days", "the past 3 days", "2026-07-22", "2026-07-24"),
+    _case("en-last-3-days", "the last 3 days", "2026-07-22", "2026-07-24"),
+    _case("en-in-the-last-three-days", "in the last three days", "2026-07-22", "2026-07-24"),
+    _case("en-past-10-days-no-article", "past 10 days", "2026-07-15", "2026-07-24"),
+    _case("en-past-week", "past week", "2026-07-18", "2026-07-24"),
+    _case("en-over-the-past-week", "over the past week", "2026-07-18", "2026-07-24"),
+    _case("en-the-last-week-is-rolling", "the last week", "2026-07-18", "2026-07-24"),
+    _case("en-past-two-weeks", "the past two weeks", "2026-07-11", "2026-07-24"),
+    _case("en-past-month", "the past month", "2026-06-25", "2026-07-24"),
+    _case("en-past-year", "the past year", "2025-07-25", "2026-07-24"),
+    _case("mon-en-past-week", "past week", "2026-07-14", "2026-07-20", now=MON),
+    _case("leap-en-past-month", "the past month", "2024-02-02", "2024-03-01", now=LEAP),
+    _case("end-en-past-3-months", "the past 3 months", "2026-03-01", "2026-05-31", now=MONTH_END),
+    _case("zh-past-three-days", "过去三天", "2026-07-22", "2026-07-24"),
+    _case("zh-recent-three-days", "最近三天", "2026-07-22", "2026-07-24"),
+    _case("zh-recent-7-days", "最近7天", "2026-07-18", "2026-07-24"),
+    _case("zh-near-one-week", "近一周", "2026-07-18", "2026-07-24"),
+    _case("zh-past-one-week", "过去一周", "2026-07-18", "2026-07-24"),
+    _case("zh-past-week-de", "过去的一周里", "2026-07-18", "2026-07-24"),
+    _case("zh-past-two-weeks", "过去两周", "2026-07-11", "2026-07-24"),
+    _case("zh-past-two-xingqi", "过去两个星期", "2026-07-11", "2026-07-24"),
+    _case("zh-recent-one-month", "最近一个月", "2026-06-25", "2026-07-24"),
+    _case("zh-past-year-li", "过去一年里", "2025-07-25", "2026-07-24"),
+    _case("zh-near-30-days", "近30天", "2026-06-25", "2026-07-24"),
+    _case("zh-these-three-days", "这三天", "2026-07-22", "2026-07-24"),
+    _case("zh-recent-week-three-runs", "最近一周三次跑步", "2026-07-18", "2026-07-24"),
+    # --- "since X" and its kin: from X to today
+    _case("en-since-november-20", "since November 20", "2025-11-20", "2026-07-24"),
+    _case("en-since-may-3", "since May 3", "2026-05-03", "2026-07-24"),
+    _case("en-ever-since-yesterday", "ever since yesterday", "2026-07-23", "2026-07-24"),
+    _case("en-since-last-week", "since last week", "2026-07-13", "2026-07-24"),
+    _case("en-since-october", "since October", "2025-10-01", "2026-07-24"),
+    _case("en-since-2021", "since 2021", "2021-01-01", "2026-07-24"),
+    _case("en-from-date-to-now", "from May 3 to now", "2026-05-03", "2026-07-24"),
+    _case("en-from-date-until-today", "from June 1 until today", "2026-06-01", "2026-07-24"),
+    _case("zh-since-zicong", "自从11月20日", "2025-11-20", "2026-07-24"),
+    _case("zh-since-cong-yilai", "从11月20日以来", "2025-11-20", "2026-07-24"),
+    _case("zh-since-yilai", "11月20日以来", "2025-11-20", "2026-07-24"),
+    _case("zh-since-zicong-yihou", "自从上周三以后", "2026-07-15", "2026-07-24"),
+    _case("zh-since-last-year", "去年以来", "2025-01-01", "2026-07-24"),
+    _case("zh-since-yesterday-kaishi", "从昨天开始", "2026-07-23", "2026-07-24"),
+    _case("zh-since-zhijin", "5月3日至今", "2026-05-03", "2026-07-24"),
+    _case("zh-since-dao-xianzai", "从5月3日到现在", "2026-05-03", "2026-07-24"),
+    _case("zh-since-last-month-qi", "从上个月起", "2026-06-01", "2026-07-24"),
+    # --- ranges with the month on one side only; yearless ranges stop at today
+    _case("en-between-days-month", "between 20 and 22 November", "2025-11-20", "2025-11-22"),
+    _case("en-between-month-days", "between November 20 and 22", "2025-11-20", "2025-11-22"),
+    _case("en-between-days-year", "between 20 and 22 November 2023", "2023-11-20", "2023-11-22"),
+    _case("en-day-dash-day-month", "20-22 Nov", "2025-11-20", "2025-11-22"),
+    _case("en-from-day-to-day-month", "from 3 to 5 May", "2026-05-03", "2026-05-05"),
+    _case("en-yearless-range-stops-today", "from July 20 to July 26", "2026-07-20", "2026-07-24"),
+    _case("zh-range-bare-end-day", "11月3日到5日", "2025-11-03", "2025-11-05"),
+    _case("zh-range-cong", "从11月3日到11月5日", "2025-11-03", "2025-11-05"),
+    # --- days joined by 和 / 、 / and / or: the span from the first to the last
+    _case("zh-wed-and-thu", "周三和周四", "2026-07-22", "2026-07-23"),
+    _case("zh-wed-dun-thu", "周三、周四", "2026-07-22", "2026-07-23"),
+    _case("zh-three-days-listed", "周一、周二和周三", "2026-07-20", "2026-07-22"),
+    _case("zh-last-wed-and-thu", "上周三和周四", "2026-07-15", "2026-07-16"),
+    _case("zh-yesterday-and-today", "昨天和今天", "2026-07-23", "2026-07-24"),
+    _case("zh-dates-joined", "5月4日和5月6日", "2026-05-04", "2026-05-06"),
+    _case("en-wed-and-thu", "Wednesday and Thursday", "2026-07-22", "2026-07-23"),
+    _case("en-mon-or-tue", "on Monday or Tuesday", "2026-07-20", "2026-07-21"),
+    _case("en-yesterday-and-today", "yesterday and today", "2026-07-23", "2026-07-24"),
+    _case("en-dates-joined", "May 4th and May 5th", "2026-05-04", "2026-05-05"),
+    _case("en-fri-and-mon-crosses-weeks", "Friday and Monday", "2026-07-17", "2026-07-20"),
+    _case("wed-zh-wed-and-thu-is-last-week", "周三和周四", "2026-07-15", "2026-07-16", now=WED),
+    _case("wed-en-wed-or-thu", "Wednesday or Thursday", "2026-07-15", "2026-07-16", now=WED),
+    # --- a weekday of a named week
+    _case("en-wednesday-last-week", "Wednesday last week", "2026-07-15"),
+    _case("en-wednesday-of-last-week", "Wednesday of last week", "2026-07-15"),
+    _case("en-on-wednesday-last-week", "on Wednesday last week", "2026-07-15"),
+    _case("en-last-week-wednesday", "last week Wednesday", "2026-07-15"),
+    _case("en-last-weeks-wednesday", "last week's Wednesday", "2026-07-15"),
+    _case("en-sunday-of-last-week", "Sunday of last week", "2026-07-19"),
+    _case("en-wednesday-this-week", "Wednesday this week", "2026-07-22"),
+    _case("en-monday-next-week", "Monday next week", "2026-07-27"),
+    _case("mon-en-wednesday-last-week", "Wednesday last week", "2026-07-15", now=MON),
+    _case("sun-en-sunday-of-last-week", "Sunday of last week", "2026-07-19", now=SUN),
+    _case("zh-last-week-de-wednesday", "上周的周三", "2026-07-15"),
+    _case("zh-last-week-de-xingqisan", "上个星期的星期三", "2026-07-15"),
+    _case("zh-last-week-zhousan-no-de", "上周周三", "2026-07-15"),
+    _case("zh-this-week-de-friday", "这周的周五", "2026-07-24"),
+    _case("zh-last-week-de-weekend", "上周的周末", "2026-07-18", "2026-07-19"),
+    # --- weekdays that stay times next to capitalised words
+    _case("en-friday-then-i", "On Friday I went out", "2026-07-24"),
+    _case("en-sunday-morning-title-case", "Sunday Morning", "2026-07-19", times=MORNING),
+    _case("en-monday-night-title-case", "Monday Night", "2026-07-20", times=EVENING),
 ]
 
 
@@ -351,15 +471,53 @@ NEGATIVE = [
     "this coming Friday",
     "Monday to Friday",
     "周一到周五",
-    "the last week",
-    "the past month",
     "last week of August",
-    "since May 3",
+    "the last week of August",
+    # months: a bare name, a person, a verb; an ambiguous "last March" (in July)
+    "October",
+    "May said she would come",
+    "since May said so",
+    "a friend of June told me",
+    "in June's garden",
+    "we march on",
+    "the March on Washington",
+    "last March",
+    "两月",
+    "23年5月",
+    "五月天的演唱会",
+    "十月怀胎",
+    # rolling periods that are vague or belong to something else
+    "the past few days",
+    "the last couple of days",
+    "my last 3 days in Paris",
+    "the last 3 days of the trip",
+    "这两天",
+    "最近几天",
+    "过去几天",
+    "近日",
+    "将近一周没运动",
+    # names built on weekdays
+    "I read the Sunday Times",
+    "on Good Friday",
+    "Black Friday deals",
+    "Monday Night Football",
+    "Super Bowl Sunday",
+    "Easter Monday",
+    "Cyber Monday",
+    "Ash Wednesday",
+    "Mardi Gras, also called Fat Tuesday",
+    "Boxing Day",
+    "the Friday market",
+    # words that contain a time word
+    "这周到的服务",
+    "先天和后天",
+    # ranges of bare numbers
+    "from 3 to 5 days ago",
     "before yesterday",
-    "去年以来",
     "昨天之后",
-    "从昨天开始",
     "5月3日左右",
+    "since tomorrow",
+    "从明天开始",
     "05/08/2023",
     "",
 ]
@@ -511,3 +669,61 @@ def test_date_pair_names_the_bad_value(start: str, end: str, bad: str) -> None:
     with pytest.raises(ValueError, match=bad) as info:
         parse_date_pair(start, end)
     assert "expected" in str(info.value)
+
+
+# --- new phrases: what the span takes in, and what stays for BM25 ------------------------------
+
+
+def test_joined_days_are_one_span_and_leave_the_rest() -> None:
+    found = parse_time_range("周三和周四吃了什么", now=FRI)
+    assert found is not None
+    assert (found.matched, found.rest, found.time_only) == ("周三和周四", "吃了什么", False)
+
+
+def test_since_words_belong_to_the_span() -> None:
+    found = parse_time_range("what happened since May 3?", now=FRI)
+    assert found is not None
+    assert (found.matched, found.rest, found.time_only) == ("since May 3", "what happened ?", True)
+    found = parse_time_range("从11月20日以来的账单", now=FRI)
+    assert found is not None and (found.matched, found.rest) == ("从11月20日以来", "的账单")
+
+
+def test_days_too_far_apart_are_not_joined() -> None:
+    found = parse_time_range("May 4th and May 20th", now=FRI)
+    assert found is not None
+    assert (found.start, found.end, found.matched) == (
+        date(2026, 5, 4),
+        date(2026, 5, 4),
+        "May 4th",
+    )
+
+
+def test_a_second_expression_stays_in_rest_for_the_query_layer() -> None:
+    # query.resolve_gate re-parses `rest` to prefer a calendar date over a relative word.
+    found = parse_time_range("last week, as mentioned on 6 November 2023", now=FRI)
+    assert found is not None and found.matched == "last week"
+    second = parse_time_range(found.rest, now=FRI)
+    assert second is not None and second.start == date(2023, 11, 6)
+
+
+def test_time_of_day_is_dropped_from_a_multi_day_window() -> None:
+    found = parse_time_range("昨天晚上和今天", now=FRI)
+    assert found is not None
+    assert (found.start, found.end, found.start_time) == (
+        date(2026, 7, 23),
+        date(2026, 7, 24),
+        None,
+    )
+
+
+def test_the_rule_prefilter_never_skips_a_rule_that_matches() -> None:
+    # Every table text: a rule left out by the needle prefilter has no match in it.
+    from wikimem_watch.timeparse import core
+
+    texts = [p.values[0] for p in POSITIVE] + NEGATIVE
+    for text in texts:
+        kept = {id(pattern) for pattern, _ in core._rules_for(str(text))}
+        missed = [
+            p.pattern[:50] for p, _ in core.RULES if id(p) not in kept and p.search(str(text))
+        ]
+        assert not missed, (text, missed)

@@ -1,0 +1,233 @@
+"""The engine: the rule table, the search for the first well-formed expression, and the
+public ``parse_time_range``.
+
+Design: a table of (compiled pattern, resolver) rules. The earliest match in the text wins,
+ties go to the longest. A resolver that returns ``None`` or raises ``ValueError`` (Feb 30,
+an idiom, a vague word) consumes its span, so no substring of it can match afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from . import en, resolvers, zh
+from .resolvers import Resolver
+from .window import Days, TimeWindow
+
+# Tried at every position; the earliest match wins, then the longest, then the first here.
+# Before the search, a rule is skipped when the lower-cased text holds none of its needles
+# (words every match must contain), so a query with no time word runs almost no pattern.
+# CJK / LATIN: any non-ASCII character / any ASCII letter.
+CJK, LATIN = ("<cjk>",), ("<latin>",)
+_DIGITS = tuple("0123456789")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_TABLE: list[tuple[tuple[str, ...], re.Pattern[str], Resolver]] = [
+    (CJK, zh.BLOCK, resolvers.blocked),
+    (LATIN, en.BLOCK, resolvers.blocked),
+    (_DIGITS + ("月", "日", "号"), en.DATE_RANGE, resolvers.date_range),
+    (tuple("天日晚夜早晨"), zh.REL, resolvers.relative_day),
+    (
+        ("yesterday", "today", "tomorrow", "tonight", "night", "morning", "afternoon", "evening"),
+        en.REL,
+        resolvers.relative_day,
+    ),
+    (("前",), zh.AGO, resolvers.ago),
+    (("ago",), en.AGO, resolvers.ago),
+    (("过去", "近", "这"), zh.ROLLING, resolvers.rolling),
+    (("past", "last"), en.ROLLING, resolvers.rolling),
+    (("周", "星期", "礼拜"), zh.WEEK, resolvers.relative_period),
+    (("周", "星期", "礼拜"), zh.WEEKDAY, resolvers.bare_weekday),
+    (("week",), en.WEEKDAY_OF_WEEK, resolvers.weekday_of_week),
+    (("last", "this", "next"), en.PERIOD, resolvers.relative_period),
+    (("day",), en.WEEKDAY, resolvers.bare_weekday),
+    (("月",), zh.MONTH, resolvers.relative_period),
+    (("年",), zh.YEAR_REL, resolvers.relative_year),
+    (("年",), zh.YMD, resolvers.absolute),
+    (("月",), zh.MD, resolvers.absolute),
+    (("月",), zh.MONTH_ALONE, resolvers.month_alone),
+    (("19", "20", "21"), zh.ISO_DATE, resolvers.absolute),
+    (_MONTHS, en.DATE, resolvers.absolute),
+    (("19", "20", "21"), en.IN_YEAR, resolvers.absolute),
+    (_MONTHS, en.MONTH_IN, resolvers.month_alone),
+    (_MONTHS, en.MONTH_REL, resolvers.month_of_year_word),
+]
+Rules = list[tuple[re.Pattern[str], Resolver]]
+RULES: Rules = [(pattern, resolve) for _, pattern, resolve in _TABLE]
+_NEEDLED = [(frozenset(needles), pattern, resolve) for needles, pattern, resolve in _TABLE]
+_NEEDLES = sorted({n for needles, _, _ in _TABLE for n in needles} - {*CJK, *LATIN})
+_LATIN = re.compile(r"[A-Za-z]")
+_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")  # İ ı ſ K (Kelvin)
+
+
+def _rules_for(text: str) -> Rules:
+    """The rules that can match somewhere in `text`, in table order."""
+    if _FOLDS_TO_ASCII.search(text):
+        return RULES  # 'ſ' matches 's' under re.I but lower() keeps it: needles would miss it
+    low = text.lower()
+    found = {n for n in _NEEDLES if n in low}
+    if not text.isascii():
+        found.add(CJK[0])
+    if _LATIN.search(text):
+        found.add(LATIN[0])
+    return [
+        (pattern, resolve)
+        for needles, pattern, resolve in _NEEDLED
+        if not needles.isdisjoint(found)
+    ]
+
+
+# Two days joined ("周三和周四", "Monday or Tuesday") open the span from the first to the last,
+# when it is at most this long; farther apart, the first expression alone counts.
+JOIN_MAX_DAYS = 7
+_JOIN = re.compile(
+    r"\s*(?:和|与|跟|及|或者|或是|或|还是|、|&|(?<![a-z])(?:and|or)(?![a-z]))\s*", re.I
+)
+
+
+def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
+    """How the words around text[b:e] read it: ("plain" | "since" | "open", span).
+
+    "since May 3", "自从5月3日", "5月3日以来", "从昨天开始", "from May 3 to now" run from that
+    day to today, and the span takes in those words; "before yesterday", "昨天之后",
+    "5月3日左右" are open-ended or vague.
+    """
+    en_since = en.SINCE_BEFORE.search(text, max(0, b - 16), b)
+    if en_since:
+        return "since", en_since.start(), e
+    en_from = en.FROM_BEFORE.search(text, max(0, b - 8), b)
+    if en_from and (to_now := en.TO_NOW_AFTER.match(text, e)):
+        return "since", en_from.start(), to_now.end()
+    if en.OPEN_BEFORE.search(text, max(0, b - 12), b):
+        return "open", b, e
+    zh_since = zh.SINCE_BEFORE.search(text, max(0, b - 2), b)
+    zh_from = zh_since or zh.FROM_BEFORE.search(text, max(0, b - 1), b)
+    first = zh_from.start() if zh_from else b
+    if after := zh.SINCE_AFTER.match(text, e):
+        return "since", first, after.end()
+    if zh_from and (after := zh.ON_AFTER.match(text, e)):
+        return "since", first, after.end()
+    if zh_since and (after := zh.LATER_AFTER.match(text, e)):
+        return "since", first, after.end()
+    if zh.OPEN_AFTER.match(text, e):
+        return "open", b, e
+    return ("since", first, e) if zh_since else ("plain", b, e)
+
+
+def _rank(m: re.Match[str]) -> tuple[int, int]:
+    return m.start(), -m.end()
+
+
+def _resolve(found: re.Match[str], resolve: Resolver, today: date) -> Days | None:
+    try:
+        return resolve(found, today)
+    except (ValueError, OverflowError):  # Feb 30, month 13, a year out of range
+        return None
+
+
+def _match_at(text: str, pos: int, rules: Rules) -> tuple[re.Match[str], Resolver] | None:
+    """The longest rule match starting exactly at pos."""
+    best: tuple[re.Match[str], Resolver] | None = None
+    for pattern, resolve in rules:
+        found = pattern.match(text, pos)
+        if found and (best is None or found.end() > best[0].end()):
+            best = (found, resolve)
+    return best
+
+
+def _is_weekday(found: re.Match[str]) -> bool:
+    groups = found.groupdict()
+    return bool(groups.get("wd") or groups.get("wd2"))
+
+
+def _join(
+    text: str, found: re.Match[str], resolve: Resolver, day: date, today: date, rules: Rules
+) -> tuple[int, Days] | None:
+    """(end, window) when more single days are joined to `day` ("周三和周四"), else None.
+
+    A bare weekday after a weekday is the next such day after it (上周三和周四 = that Thursday),
+    and a chain that starts with a bare weekday and would reach past today moves back a week.
+    """
+    days, end = [day], found.end()
+    while (joiner := _JOIN.match(text, end)) and (hit := _match_at(text, joiner.end(), rules)):
+        second, resolve2 = hit
+        mode, _, _ = _context(text, *second.span())
+        days2 = _resolve(second, resolve2, today) if mode == "plain" else None
+        if days2 is None or days2[0] != days2[1]:
+            break
+        nxt = days2[0]
+        if resolve2 is resolvers.bare_weekday and _is_weekday(found):
+            nxt = days[-1] + timedelta(days=(nxt.weekday() - days[-1].weekday() - 1) % 7 + 1)
+        if max(*days, nxt) - min(*days, nxt) >= timedelta(days=JOIN_MAX_DAYS):
+            break
+        days.append(nxt)
+        end = second.end()
+    if len(days) == 1:
+        return None
+    first, last = min(days), max(days)
+    if resolve is resolvers.bare_weekday and last > today:
+        first, last = first - timedelta(weeks=1), last - timedelta(weeks=1)
+    return end, (first, last, None, None)
+
+
+def _find(text: str, today: date) -> tuple[int, int, Days] | None:
+    """The first well-formed expression: earliest start, then longest, then rule order."""
+    rules, pos = _rules_for(text), 0
+    while pos < len(text):
+        best: tuple[re.Match[str], Resolver] | None = None
+        for pattern, resolve in rules:
+            found = pattern.search(text, pos)
+            if found and (best is None or _rank(found) < _rank(best[0])):
+                best = (found, resolve)
+        if best is None:
+            return None
+        found, resolve = best
+        mode, b, e = _context(text, *found.span())
+        days = None if mode == "open" else _resolve(found, resolve, today)
+        if days is not None and mode == "since":
+            days = (days[0], today, None, None) if days[0] <= today else None
+        if days is not None and mode == "plain" and days[0] == days[1]:
+            e, days = _join(text, found, resolve, days[0], today, rules) or (e, days)
+        if days is not None:
+            return b, e, days
+        pos = max(found.end(), pos + 1)
+    return None
+
+
+def _is_time_only(rest: str) -> bool:
+    """True when `rest` holds nothing but filler ("发生了什么", "what happened", "?")."""
+    words = re.findall(r"[^\W_]+", zh.FILLER.sub(" ", rest.lower().replace("'", " ")))
+    return all(w in en.FILLER for w in words)
+
+
+def _today(now: datetime | None, tz: str | None) -> date:
+    if tz is None:
+        return (now or datetime.now()).date()
+    try:
+        zone = ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise ValueError(f"unknown time zone {tz!r}; expected an IANA name such as "
+                         "'Asia/Shanghai' or 'UTC'") from exc  # fmt: skip
+    if now is None:
+        return datetime.now(zone).date()
+    return (now.astimezone(zone) if now.tzinfo else now).date()
+
+
+def parse_time_range(
+    text: str, now: datetime | None = None, tz: str | None = None
+) -> TimeWindow | None:
+    """Find the first zh/en time expression in `text`, relative to `now`.
+
+    now: reference instant (naive = local wall time; default ``datetime.now()``).
+    tz: IANA zone name; an aware `now` is converted to it, a naive one is taken as in it.
+    Returns None when no well-formed expression is found (vague words open no window).
+    """
+    today = _today(now, tz)
+    hit = _find(text, today)
+    if hit is None:
+        return None
+    b, e, (start, end, start_time, end_time) = hit
+    rest = text[:b] + text[e:]
+    return TimeWindow(start, end, start_time, end_time, text[b:e], (b, e), rest,
+                      _is_time_only(rest))  # fmt: skip

@@ -1,0 +1,109 @@
+"""English grammar: the patterns for en time expressions, the phrases that only look like
+one, and the filler words that make a question "time only".
+
+Patterns only; what each match means is decided in ``resolvers``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .atoms import EN_DM, EN_MD, EN_MY, RANGE, WD, YEAR
+from .vocab import EN_TENS, EN_UNITS, alt, plain
+
+TOD_EN = r"(?:\s+(?:in\s+the\s+)?(?P<tod>morning|afternoon|evening|night))?"
+_UNITS = alt(EN_UNITS[1:10])
+_NUM = rf"(?:[0-9]{{1,4}}|(?:{alt(EN_TENS)})(?:[-\s](?:{_UNITS}))?|{alt(EN_UNITS)}|an?)"
+_PRE = r"(?:(?:on|in|during)\s+)?"  # inside the span, so `rest` loses the preposition too
+
+
+def bounded(pattern: str) -> re.Pattern[str]:
+    """English rules: case-insensitive, bounded by non-alphanumerics on both sides."""
+    return re.compile(rf"(?<![a-z0-9])(?:{pattern})(?![a-z0-9])", re.I)
+
+
+# Holidays and other names built on a weekday: "Good Friday" is no recent Friday.
+_HOLIDAY = r"(?:good|black|cyber|easter|ash|palm|holy|maundy|fat|bloody|super\s+bowl)"
+BLOCK = bounded(
+    r"the\s+(?:last|past|previous)\s+(?:few\s+|several\s+|couple\s+(?:of\s+)?)?"
+    r"(?:days|weeks|weekends?|months|years|day)"
+    r"|the\s+previous\s+(?:week|month|year)"
+    r"|(?:last|first|final)\s+(?:day|week|weekend|month)s?\s+of"
+    rf"|(?:next|every|each|(?:this\s+)?coming)\s+(?:{WD})s?"
+    rf"|(?:{WD})\s*(?:-|–|to|through|thru|till|until)\s*(?:{WD})|sunday\s+school"
+    rf"|{_HOLIDAY}\s+(?:{WD})"
+)
+# Context around an expression: "since May 3" runs to today; "before May 3" is no window.
+SINCE_BEFORE = re.compile(r"(?<![a-z])(?:ever\s+)?since\s+$", re.I)
+FROM_BEFORE = re.compile(r"(?<![a-z])from\s+$", re.I)
+TO_NOW_AFTER = re.compile(
+    r"\s+(?:to|until|till|through|up\s+to)\s+(?:now|today|date|(?:the\s+)?present)(?![a-z0-9])",
+    re.I,
+)
+OPEN_BEFORE = re.compile(r"(?<![a-z])(?:after|before|until|till|prior\s+to)\s+$", re.I)
+# "my last 3 days in Paris", "her past two weeks": a period of something else, not of now.
+OWNER_BEFORE = re.compile(r"(?<![a-z])(?:my|our|your|his|her|their|its|those|these)\s+$", re.I)
+
+DATE_RANGE = bounded(RANGE)
+REL = bounded(
+    r"(?P<rel>(?:the\s+)?day\s+(?:before\s+yesterday|after\s+tomorrow)|yesterday|today|tomorrow"
+    rf"|tonight|last\s+night|this\s+(?:morning|afternoon|evening)){TOD_EN}"
+)
+AGO = bounded(rf"(?P<n>{_NUM})\s+(?P<u>days?|weeks?|months?|years?)\s+ago")
+PERIOD = bounded(
+    rf"(?P<w>last|this|next)\s+(?:(?P<u>week(?:end)?|month|year)|(?P<wd>{WD}){TOD_EN})"
+    r"|(?P<wbl>the\s+week\s+before\s+last)"
+)
+WEEKDAY = bounded(rf"{_PRE}(?P<wd>{WD}){TOD_EN}")
+DATE = bounded(rf"{_PRE}(?P<atom>{plain(EN_MD)}|{plain(EN_DM)}|{plain(EN_MY)})")
+IN_YEAR = bounded(rf"(?:(?:in|during)\s+(?:the\s+year\s+)?|the\s+year\s+|(?<=since\s)){YEAR}")
+# "the past 3 days", "last two weeks", "past week", "over the past month": rolling, to today.
+ROLLING = bounded(
+    r"(?:(?:in|over|during|within|for)\s+)?(?:(?:the\s+)?(?:past|last)\s+"
+    rf"(?P<n>{_NUM})\s+(?P<u>days|weeks|months|years|day|week|month|year)"
+    r"|(?:the\s+(?:past|last)|past)\s+(?P<u1>week|month|year))(?!\s+of(?![a-z]))"
+)
+# "Wednesday last week", "Wednesday of last week", "last week Wednesday", "last week's Wednesday"
+WEEKDAY_OF_WEEK = bounded(
+    rf"(?:on\s+)?(?P<wd>{WD}),?\s+(?:of\s+)?(?P<w>last|this|next)\s+week(?!end)"
+    rf"|(?P<w2>last|this|next)\s+week(?:'s|’s)?,?\s+(?:on\s+)?(?P<wd2>{WD})"
+)
+# A month with no day or year needs a word that makes it a time: "in October", "during
+# October", "of October", "early October", "since October"; "last October", "this October".
+_MONTH_NAME = r"january|february|march|april|may|june|july|august|september|october|november"
+_MONTH_NAME += r"|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec"
+_NO_DATE_AFTER = r"\.?(?!\.?,?\s*(?:of\s+)?[0-9])(?!'s|’s)"
+MONTH_IN = bounded(
+    r"(?:(?:in|during|of|throughout)\s+(?:(?:early|late|mid)(?:-|\s+))?"
+    r"|(?:early|late|mid)(?:-|\s+)|(?<=since\s))"
+    rf"(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}"
+)
+MONTH_REL = bounded(rf"(?P<w>last|this)\s+(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}")
+# Lower-case these are ordinary words ("I may go", "we march on", "august company").
+AMBIGUOUS_MONTHS = frozenset({"may", "march", "mar", "august"})
+# "since May said", "a friend of June told me": a month name followed by such a verb is a
+# person.
+NAME_VERB_AFTER = re.compile(
+    r"\s+(?:said|says|told|tells|asked|asks|thinks|thought|wants|wanted|went|came|called|"
+    r"texted|sent|gave|got|bought|made|took|likes|liked|loves|loved|mentioned|suggested|"
+    r"replied|wrote|visited)(?![a-z])"
+)
+# "the Sunday Times", "a Friday market", "Monday's meeting": a weekday used as a name or an
+# adjective. And a capitalised weekday directly followed by a capitalised word that is not a
+# time word is a name ("Sunday Times", "Monday Night Football"); "Monday Morning" is a time.
+ARTICLE_BEFORE = re.compile(r"(?<![a-z])(?:the|a|an)\s+$", re.I)
+CAPITALISED_AFTER = re.compile(
+    r" (?:(?:Morning|Afternoon|Evening|Night) )?"
+    r"(?!(?:Morning|Afternoon|Evening|Night|I|I'm|I've|I'd|I'll)(?![A-Za-z'])"
+    rf"|(?i:{_MONTH_NAME}|{WD})(?![a-z]))[A-Z]"
+)
+
+FILLER = frozenset(
+    "what whats happened happen happening did do does doing done i me my we us our you the a an "
+    "on in at of for during was were is are be been there anything something everything show "
+    "list tell give about event events entry entries diary note notes journal log logs went go "
+    "going up so and all any have has had get got please can could would recap summary summarize "
+    "summarise memory memories day how s ve d ll m it that talk talked talking chat chatted "
+    "chatting discuss discussed discussing topic topics conversation conversations say said "
+    "remember".split()
+)
