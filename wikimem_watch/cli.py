@@ -39,6 +39,12 @@ def _add_index_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--embed-url", help="base URL of an OpenAI-compatible /embeddings endpoint")
     p.add_argument("--embed-model", help="embedding model name")
+    p.add_argument(
+        "--follow-external-symlinks",
+        action="store_true",
+        default=None,
+        help="index note symlinks whose target is outside the vault (default: skip them)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,6 +37,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
             "embed_url",
             "embed_model",
             "socket",
+            "follow_external_symlinks",
         )
     }
     return load_config(args.vault, flags)

@@ -42,13 +42,41 @@ class Config:
     embed_api_key_env: str = "WIKIMEM_WATCH_EMBED_API_KEY"
     embed_batch: int = 32
     max_request_bytes: int = 1024 * 1024
+    follow_external_symlinks: bool = False  # ADR-0011: flag or env only, never config.toml
 
     @property
     def cache_path(self) -> Path:
         return self.cache_dir if self.cache_dir is not None else self.vault / CACHE_DIRNAME
 
 
+def cache_dir_refusal(config: Config) -> str | None:
+    """Why the cache dir must not be used, or ``None`` when it may.
+
+    A default ``<vault>/.wikimem`` that resolves outside the vault (a symlink, maybe synced
+    in from elsewhere) would have the daemon chmod and write files there; only an explicit
+    ``cache_dir`` may lie outside the vault (ADR-0011).
+    """
+    if config.cache_dir is not None:
+        return None
+    if _within(config.vault, config.cache_path):
+        return None
+    return (
+        f"{str(config.cache_path)!r} leads to {os.path.realpath(config.cache_path)!r}, outside "
+        "the vault: no cache or config.toml is read or written there (give --cache-dir to use "
+        "a directory outside the vault)"
+    )
+
+
+def _within(root: Path, path: Path) -> bool:
+    """True when ``path`` resolves (symlinks followed) to ``root`` or below it."""
+    real_root, real = os.path.realpath(root), os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
 _TUPLE_FIELDS = {"include", "exclude"}
+# Settings that widen what the daemon reads: the user's own decision (flag or environment),
+# never a config.toml that may have been synced into the vault from elsewhere (ADR-0011).
+_USER_ONLY_FIELDS = {"follow_external_symlinks"}
 _PATH_FIELDS = {"cache_dir", "socket"}
 
 
@@ -87,6 +115,25 @@ def _coerce(name: str, value: object, source: str) -> object:
     raise ConfigError(f"{source}: {name!r} cannot be set here")
 
 
+def _read_toml(toml_path: Path, settable: set[str]) -> dict[str, object]:
+    try:
+        data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{toml_path}: {exc}") from None
+    values: dict[str, object] = {}
+    for key, value in data.items():
+        if key not in settable:
+            raise ConfigError(f"{toml_path}: unknown setting {key!r}")
+        if key in _USER_ONLY_FIELDS:
+            raise ConfigError(
+                f"{toml_path}: {key!r} cannot be set in config.toml (a synced vault must not "
+                f"widen what is read); use --{key.replace('_', '-')} or "
+                f"WIKIMEM_WATCH_{key.upper()}"
+            )
+        values[key] = _coerce(key, value, str(toml_path))
+    return values
+
+
 def load_config(vault: Path | str, overrides: Mapping[str, object] | None = None) -> Config:
     """Resolve the configuration for ``vault``; ``overrides`` are flags (``None`` = not given)."""
     root = Path(vault).expanduser()
@@ -98,15 +145,9 @@ def load_config(vault: Path | str, overrides: Mapping[str, object] | None = None
     cache_dir = flags.get("cache_dir") or os.environ.get("WIKIMEM_WATCH_CACHE_DIR")
     cache = Path(str(cache_dir)).expanduser() if cache_dir else root / CACHE_DIRNAME
     toml_path = cache / "config.toml"
-    if toml_path.is_file():
-        try:
-            data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{toml_path}: {exc}") from None
-        for key, value in data.items():
-            if key not in settable:
-                raise ConfigError(f"{toml_path}: unknown setting {key!r}")
-            values[key] = _coerce(key, value, str(toml_path))
+    # A config.toml reached through a symlink that leaves the vault is not read (ADR-0011).
+    if toml_path.is_file() and (cache_dir or _within(root, toml_path)):
+        values.update(_read_toml(toml_path, settable))
     for name in settable:
         env = os.environ.get(f"WIKIMEM_WATCH_{name.upper()}")
         if env is not None:

@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 
 from . import __version__
-from .config import Config
+from .config import Config, cache_dir_refusal
 from .engine import ApplyStats, Engine
 from .errors import ConfigError
 from .methods import STOP_AFTER_REPLY
@@ -43,12 +43,13 @@ from .runtime import (
     private_dir,
 )
 from .server import Server
-from .vault import iter_notes
+from .vault import iter_notes, notes_below
 from .vector_sync import VectorService, open_vectors
 from .watcher import ChangeSet, ObserverFactory, Watcher
 
 log = logging.getLogger(__name__)
 
+WRITER_JOIN_S = 3.0  # how long a stop waits for the file in hand before leaving without it
 CHUNK_FILES = 64  # files applied per engine-lock hold while scanning: queries stay responsive
 SAFETY_RESCAN_S = 300.0
 UNRESOLVED_REFRESH_S = 5.0
@@ -81,6 +82,7 @@ class Daemon:
         observer_factory: ObserverFactory | None = None,
     ) -> None:
         self.config = config
+        self.cache_refusal = cache_dir_refusal(config)  # set: serve without caches
         self.engine = Engine(config)
         self.engine.vectors = vectors if vectors is not None else open_vectors(config)
         self.socket_path = socket_path or config.socket or default_socket_path(config)
@@ -118,9 +120,12 @@ class Daemon:
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT or ``shutdown``; clean up and return 0."""
         check_socket_path(self.socket_path)
-        ensure_cache_dir(self.config)
+        if self.cache_refusal is None:
+            ensure_cache_dir(self.config)
+        else:
+            log.warning("%s", self.cache_refusal)
         parent = self.socket_path.parent
-        if parent == self.config.cache_path:
+        if parent == self.config.cache_path and self.cache_refusal is None:
             os.chmod(parent, 0o700)  # the cache dir holds this host's socket: private
         elif not parent.exists():
             private_dir(parent)  # ours to create; an existing dir (/tmp) is left as it is
@@ -140,14 +145,20 @@ class Daemon:
                 self.socket_path,
                 self.watcher.kind,
             )
-            writer = threading.Thread(target=self._writer, name="writer")
+            # A daemon thread, joined with a deadline: nothing the writer does (a read that
+            # hangs on a network mount, a long parse) may keep SIGTERM from stopping us.
+            writer = threading.Thread(target=self._writer, name="writer", daemon=True)
             writer.start()
             self._wait_for_stop()
         finally:
             self._stop_requested = True
             self._changes.put(_STOP)
             if writer is not None:
-                writer.join()
+                writer.join(WRITER_JOIN_S)
+                if writer.is_alive():
+                    log.warning(
+                        "the writer is still busy after %.0fs; stopping anyway", WRITER_JOIN_S
+                    )
             self.watcher.stop()
             if self.engine.vectors is not None:
                 self.engine.vectors.close()
@@ -289,19 +300,21 @@ class Daemon:
         prefix = rel_dir.rstrip("/") + "/"
         with self.engine.lock:
             out = [p for p in (*self.engine.files, *self.engine.skipped) if p.startswith(prefix)]
-        base = self.config.vault / rel_dir
-        if base.is_dir():
-            out.extend(prefix + rel for rel in iter_notes(base, self.engine.note_filter))
+        out.extend(notes_below(self.config.vault, rel_dir, self.engine.note_filter))
         return out
 
     def _stat_walk(self) -> dict[str, StatKey]:
+        """Every note's (mtime, size, inode), through symlinks: an external target followed
+        with ``follow_external_symlinks`` is watched by this walk only (ADR-0011)."""
         out: dict[str, StatKey] = {}
-        for rel in iter_notes(self.config.vault, self.engine.note_filter):
+        linked_dirs: dict[str, str] = {}
+        for rel in iter_notes(self.config.vault, self.engine.note_filter, linked_dirs):
             try:
                 st = os.stat(self.config.vault / rel)
             except OSError:
                 continue
             out[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+        self.engine.linked_dirs = linked_dirs
         return out
 
     def _safety_rescan(self) -> None:
@@ -382,7 +395,10 @@ class Daemon:
                 "version": __version__,
                 "entries": {**counts, "total": sum(counts.values())},
                 "files": len(engine.files),
-                "skipped": [{"path": p, "reason": r} for p, r in sorted(engine.skipped.items())],
+                "skipped": [
+                    {"path": p, "reason": r}
+                    for p, r in sorted({**engine.skipped, **engine.linked_dirs}.items())
+                ],
                 "warnings": engine.warnings(),
                 "unresolved_links": self._unresolved_count(),
                 "generation": engine.generation,
@@ -396,6 +412,11 @@ class Daemon:
             connections=self.server.connection_count(),
             safety_rescan_s=self.safety_rescan_s,
             vectors=self._vectors_status(),
+            cache={
+                "path": str(self.config.cache_path),
+                "usable": self.cache_refusal is None,
+                "reason": self.cache_refusal,
+            },
         )
         return result
 

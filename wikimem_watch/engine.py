@@ -4,6 +4,10 @@ It owns the BM25 index, the per-entry facts that filters read (kind, day, time),
 name table that links resolve against, and what each file contributed. ``apply(paths)``
 re-reads those files (an unchanged file costs one hash) and swaps their entries; ``query``
 reads under the same lock, so it always sees a consistent snapshot.
+
+Two locks (ADR-0011): ``apply_lock`` serialises appliers through read → hash → parse →
+tokenize → swap, and ``lock`` is held by readers and by the swap alone. A slow or hostile
+file (8 MiB of adversarial Markdown) therefore delays only the applier, never a query.
 """
 
 from __future__ import annotations
@@ -37,11 +41,27 @@ _BULK_ENTRIES = 4096
 
 @dataclass(slots=True)
 class FileRecord:
-    """What one file contributed: its text hash, its entries, and parse warnings."""
+    """What one file contributed: its text hash, its entries, parse warnings, and the
+    vault-relative target when the file is a symlink to another note of the vault."""
 
     text_hash: str
     ids: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    target: str | None = None
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """One file read and parsed outside the lock: gone, skipped (``record`` None and a
+    ``skip`` reason), or new entries with their tokens and embedding texts."""
+
+    rel: str
+    gone: bool = False
+    skip: str = ""
+    record: FileRecord | None = None
+    entries: tuple[Entry, ...] = ()
+    tokens: list[list[str]] = field(default_factory=list)
+    embedded: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -70,18 +90,22 @@ def make_tokenizer(config: Config) -> Tokenizer:
 
 
 class Engine:
-    """A live index over one vault. Thread-safe: mutations and queries share one lock."""
+    """A live index over one vault. Thread-safe: appliers take ``apply_lock`` and, for the
+    swap only, the ``lock`` that queries read under."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self.root = config.vault
         self.tokenizer = make_tokenizer(config)
         self.note_filter = NoteFilter(config.include or ("*",), config.exclude)
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # readers, and the short swap of prepared files
+        self.apply_lock = threading.RLock()  # serialises appliers (read + parse + swap)
         self.index = Bm25Index(config.k1, config.b)
         self.files: dict[str, FileRecord] = {}
         self.entries: dict[str, Entry] = {}
         self.skipped: dict[str, str] = {}
+        self.linked_dirs: dict[str, str] = {}  # symlinked dirs leading outside: not followed
+        self._links_to: dict[str, set[str]] = {}  # note → symlinks in the vault leading to it
         self.days: dict[str, list[str]] = {}
         self.names: dict[str, set[str]] = {}
         self.generation = 0
@@ -110,24 +134,38 @@ class Engine:
 
     def scan(self) -> ApplyStats:
         """Bring the index in line with the files on disk (initial scan or full rescan)."""
-        on_disk = list(iter_notes(self.root, self.note_filter))
-        gone = set(self.files) | set(self.skipped)
-        gone.difference_update(on_disk)
-        return self.apply([*on_disk, *sorted(gone)])
+        with self.apply_lock:
+            linked_dirs: dict[str, str] = {}
+            on_disk = list(iter_notes(self.root, self.note_filter, linked_dirs))
+            self.linked_dirs = linked_dirs
+            gone = set(self.files) | set(self.skipped)
+            gone.difference_update(on_disk)
+            return self.apply([*on_disk, *sorted(gone)])
 
     def apply(self, paths: Iterable[str]) -> ApplyStats:
-        """Re-read each vault-relative path and replace its entries (gone → removed)."""
+        """Re-read each vault-relative path and replace its entries (gone → removed).
+
+        Reading, hashing, parsing and tokenizing happen outside the engine lock, so a query
+        never waits on a file; the lock is held only to swap prepared entries in, a batch of
+        at most ``_BULK_ENTRIES`` at a time. ``apply_lock`` serialises appliers, so the file
+        each one reads is the one it swaps in. A symlink inside the vault is re-read with
+        its target.
+        """
         stats = ApplyStats()
-        with self.lock:
-            added: list[Entry] = []
-            embedded: list[str] = []  # what each added entry's vector is made from
-            for rel in dict.fromkeys(paths):
-                self._apply_one(rel, stats, added, embedded)
-            self._add_entries(added, embedded)
-            self.index.flush()
-            if stats.changed or stats.removed:
-                self.generation += 1
-                self.last_change_at = time.time()
+        with self.apply_lock:
+            batch: list[_Prepared] = []
+            size = 0
+            for rel in self._with_links(paths):
+                prepared = self._prepare(rel)
+                if prepared is None:
+                    stats.unchanged += 1
+                    continue
+                batch.append(prepared)
+                size += len(prepared.entries)
+                if size >= _BULK_ENTRIES:
+                    self._swap(batch, stats)
+                    batch, size = [], 0
+            self._swap(batch, stats)
         return stats
 
     def sync_vectors(self, *, rebuild: bool = False) -> None:
@@ -147,47 +185,87 @@ class Engine:
         with self.lock:
             return dict(self._embed_text)
 
-    def _apply_one(
-        self, rel: str, stats: ApplyStats, added: list[Entry], embedded: list[str]
-    ) -> None:
+    def _with_links(self, paths: Iterable[str]) -> list[str]:
+        """``paths`` (once each), then the symlinks in the vault that lead to one of them."""
+        out = dict.fromkeys(paths)
+        for rel in list(out):
+            out.update(dict.fromkeys(sorted(self._links_to.get(rel, ()))))
+        return list(out)
+
+    def _prepare(self, rel: str) -> _Prepared | None:
+        """Read, hash, parse and tokenize one file, without the engine lock (``None``:
+        unchanged). Only appliers write ``files``/``skipped``, and they hold ``apply_lock``."""
         if not self.note_filter.accepts(rel):
-            if self._drop(rel):
-                stats.removed.append(rel)
-            return
+            return _Prepared(rel, gone=True)
         try:
-            text, warning = read_note(self.root, rel)
+            note = read_note(self.root, rel, follow_external=self.config.follow_external_symlinks)
         except FileNotFoundError:
-            if self._drop(rel):
-                stats.removed.append(rel)
-            return
+            return _Prepared(rel, gone=True)
         except SkipFile as exc:
-            self._drop(rel)
-            self.skipped[rel] = exc.reason
-            stats.skipped.append(rel)
-            return
-        digest = text_hash(text)
+            return _Prepared(rel, skip=exc.reason)
+        digest = text_hash(note.text)
         old = self.files.get(rel)
-        if old is not None and old.text_hash == digest:
-            stats.unchanged += 1
-            return
-        parsed = parse_note(rel, text)
-        self._drop(rel)
-        self.skipped.pop(rel, None)
-        warnings = parsed.warnings + ((warning,) if warning else ())
-        added.extend(parsed.entries)
-        if self.tracks_vectors:
-            embedded.extend(embedding_texts(parsed.entries))
-        self.files[rel] = FileRecord(digest, tuple(e.id for e in parsed.entries), warnings)
-        self._add_names(rel, parsed.entries)
+        if old is not None and old.text_hash == digest and old.target == note.target:
+            return None
+        parsed = parse_note(rel, note.text)
+        warnings = parsed.warnings + ((note.warning,) if note.warning else ())
         for w in warnings:
             log.warning("%s: %s", rel, w)
-        stats.changed.append(rel)
+        ids = tuple(e.id for e in parsed.entries)
+        return _Prepared(
+            rel,
+            record=FileRecord(digest, ids, warnings, note.target),
+            entries=parsed.entries,
+            tokens=[
+                self.tokenizer(indexed_text(e, self.config.heading_weight)) for e in parsed.entries
+            ],
+            embedded=embedding_texts(parsed.entries) if self.tracks_vectors else [],
+        )
+
+    def _swap(self, batch: list[_Prepared], stats: ApplyStats) -> None:
+        """Put prepared files into the index under the engine lock (the only part readers
+        wait for)."""
+        if not batch:
+            return
+        with self.lock:
+            added: list[Entry] = []
+            tokens: list[list[str]] = []
+            embedded: list[str] = []
+            changed = len(stats.changed) + len(stats.removed)
+            for p in batch:
+                if p.gone:
+                    if self._drop(p.rel):
+                        stats.removed.append(p.rel)
+                elif p.record is None:
+                    self._drop(p.rel)
+                    self.skipped[p.rel] = p.skip
+                    stats.skipped.append(p.rel)
+                else:
+                    self._drop(p.rel)
+                    added.extend(p.entries)
+                    tokens.extend(p.tokens)
+                    embedded.extend(p.embedded)
+                    self.files[p.rel] = p.record
+                    if p.record.target is not None:
+                        self._links_to.setdefault(p.record.target, set()).add(p.rel)
+                    self._add_names(p.rel, p.entries)
+                    stats.changed.append(p.rel)
+            self._add_entries(added, tokens, embedded)
+            self.index.flush()
+            if len(stats.changed) + len(stats.removed) > changed:
+                self.generation += 1
+                self.last_change_at = time.time()
 
     def _drop(self, rel: str) -> bool:
         self.skipped.pop(rel, None)
         record = self.files.pop(rel, None)
         if record is None:
             return False
+        if record.target is not None:
+            links = self._links_to[record.target]
+            links.discard(rel)
+            if not links:
+                del self._links_to[record.target]
         for entry_id in record.ids:
             entry = self.entries.pop(entry_id)
             slot = self.index.slot(entry_id)
@@ -216,18 +294,17 @@ class Engine:
                 del self.names[key]
         return True
 
-    def _add_entries(self, entries: list[Entry], embedded: list[str]) -> None:
+    def _add_entries(
+        self, entries: list[Entry], tokens: list[list[str]], embedded: list[str]
+    ) -> None:
         """Index a batch of entries (bulk index updates) and record their facts.
 
-        ``embedded`` holds the text each entry's vector is made from, or nothing when
-        vectors are not tracked.
+        ``tokens`` holds each entry's tokens; ``embedded`` the text each entry's vector is
+        made from, or nothing when vectors are not tracked.
         """
-        slots: list[int] = []
-        for i in range(0, len(entries), _BULK_ENTRIES):  # bounded: token lists are large
-            chunk = entries[i : i + _BULK_ENTRIES]
-            slots += self.index.upsert_many(
-                [(e.id, self.tokenizer(indexed_text(e, self.config.heading_weight))) for e in chunk]
-            )
+        slots = self.index.upsert_many(
+            [(e.id, toks) for e, toks in zip(entries, tokens, strict=True)]
+        )
         self._grow(self.index.capacity)
         touched_days: set[str] = set()
         for entry, slot in zip(entries, slots, strict=True):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import PurePosixPath
 
@@ -21,7 +22,6 @@ from .models import Entry, Kind, Link, ParsedNote
 
 # Only block structure matters (which lines are headings), so inline parsing is switched off.
 _MD = MarkdownIt("commonmark").disable(["inline", "text_join"])
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 # Lines after which a "## " line might not be a top-level heading (code, HTML, quotes,
 # setext underlines, indented headings that may belong to a list item, indented code).
 # A one-line <!-- comment --> is safe: it cannot hide a line.
@@ -29,10 +29,13 @@ _RISKY = re.compile(
     r"^(?: {0,3}(?:```|~~~|>|<(?!!--.*-->[ \t]*$)|(?:=+|-+)[ \t]*$)| {1,3}#| {4}|\t)", re.M
 )
 _FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)\s*$", re.M)
-_META = re.compile(r"<!--\s*wikimem:(?P<body>.*?)-->", re.S)
+_META_OPEN = re.compile(r"<!--\s*wikimem:")
 _LINK = re.compile(r"(?P<embed>!?)\[\[(?P<inner>[^\[\]\n]+)\]\]")
 _TAG = re.compile(r"(?<![\w#&/])#(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
 _CODE = re.compile(r"```.*?```|~~~.*?~~~|`[^`\n]*`", re.S)
+_SCALARS = (str, int, float, date)
+MAX_FRONT_MATTER_BYTES = 64 * 1024  # bigger YAML is an export, not note metadata: skipped
+MAX_FRONT_MATTER_DEPTH = 32  # PyYAML recurses per level: deep flow nesting is slow, then fails
 _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 _DATE_STEM = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -109,10 +112,15 @@ def _split_front_matter(text: str) -> tuple[dict[str, object], int, list[str]]:
         return {}, 0, []
     raw = text[first_nl + 1 : end.start()]
     lines = text[: end.end()].count("\n") + 1
+    if len(raw) > MAX_FRONT_MATTER_BYTES:
+        return {}, lines, [f"front matter over {MAX_FRONT_MATTER_BYTES // 1024} KiB; not read"]
+    if _flow_depth(raw) > MAX_FRONT_MATTER_DEPTH:
+        return {}, lines, [f"front matter nests deeper than {MAX_FRONT_MATTER_DEPTH}; not read"]
     try:
         data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        return {}, lines, [f"front matter is not valid YAML: {str(exc).splitlines()[0]}"]
+    except (yaml.YAMLError, RecursionError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return {}, lines, [f"front matter is not valid YAML: {first}"]
     if data is None:
         return {}, lines, []
     if not isinstance(data, dict):
@@ -120,14 +128,32 @@ def _split_front_matter(text: str) -> tuple[dict[str, object], int, list[str]]:
     return {str(k): v for k, v in data.items()}, lines, []
 
 
+def _flow_depth(raw: str) -> int:
+    """An upper bound of the YAML flow nesting depth (brackets, quoted or not)."""
+    depth = deepest = 0
+    for ch in re.findall(r"[\[\]{}]", raw):
+        depth = depth + 1 if ch in "[{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _scalar(value: object) -> str | None:
+    """A front matter value as text when it is a scalar. Lists and maps are refused: with
+    YAML anchors a few hundred bytes can stand for a structure whose ``str()`` is gigabytes."""
+    if isinstance(value, _SCALARS) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
 def _str_list(value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         items: list[object] = [v for v in re.split(r"[,\s]+", value) if v]
     elif isinstance(value, list):
-        items = list(value)
+        items = value
     else:
         return ()
-    return tuple(str(v).lstrip("#") for v in items if v is not None and str(v).strip())
+    texts = (_scalar(v) for v in items)
+    return tuple(t.lstrip("#") for t in texts if t is not None and t.strip())
 
 
 class _Section:
@@ -147,8 +173,8 @@ def headings(body: str) -> list[tuple[int, int, str]]:
     if not _RISKY.search(body):
         out = []
         for i, line in enumerate(body.split("\n")):
-            if line.lstrip(" ").startswith("#") and (m := _ATX.match(line)):
-                out.append((i, len(m.group(1)), (m.group(2) or "").strip()))
+            if line.lstrip(" ").startswith("#") and (atx := _atx_heading(line)):
+                out.append((i, *atx))
         return out
     tokens = _MD.parse(body)
     return [
@@ -156,6 +182,49 @@ def headings(body: str) -> list[tuple[int, int, str]]:
         for i, tok in enumerate(tokens)
         if tok.type == "heading_open" and tok.level == 0 and tok.map is not None
     ]
+
+
+def _atx_heading(line: str) -> tuple[int, str] | None:
+    """markdown-it's ATX heading rule for one line: (level, text), or ``None``.
+
+    Written out rather than as a regex: ``(.*?)`` followed by an optional closing sequence
+    backtracks quadratically over a long run of spaces or tabs.
+    """
+    start = len(line) - len(line.lstrip(" "))
+    pos = start
+    while pos < len(line) and line[pos] == "#":
+        pos += 1
+    level = pos - start
+    if start > 3 or not 1 <= level <= 6 or (pos < len(line) and line[pos] not in " \t"):
+        return None
+    end = max(len(line.rstrip(" \t")), pos)
+    tail = end
+    while tail > pos and line[tail - 1] == "#":
+        tail -= 1
+    if tail > pos and line[tail - 1] in " \t":
+        end = tail  # a closing sequence: " ##" at the end of the line
+    return level, line[pos:end].strip()
+
+
+def strip_meta(body: str, take: Callable[[str], bool]) -> str:
+    """Remove the ``<!-- wikimem: … -->`` comments ``take(body)`` accepts; keep the rest.
+
+    Linear in ``body``: an opening without a closing ``-->`` ends the search, because no
+    later opening can be closed either (a lazy regex retried the whole tail per opening).
+    """
+    out: list[str] = []
+    pos = 0
+    while (m := _META_OPEN.search(body, pos)) is not None:
+        close = body.find("-->", m.end())
+        if close < 0:
+            break
+        if take(body[m.end() : close]):
+            out.append(body[pos : m.start()])
+        else:
+            out.append(body[pos : close + 3])  # malformed: stays plain text
+        pos = close + 3
+    out.append(body[pos:])
+    return "".join(out)
 
 
 def _sections(body: str, line_offset: int) -> tuple[str | None, list[_Section]]:
@@ -201,7 +270,7 @@ def _parse(path: str, text: str) -> ParsedNote:
         warnings.append("diary file name is not a valid YYYY-MM-DD date; indexed as a note")
     kind: Kind = "diary" if day else "wiki"
     title_md, sections = _sections(body, fm_lines)
-    title = str(front.get("title") or title_md or PurePosixPath(path).stem)
+    title = _scalar(front.get("title")) or title_md or PurePosixPath(path).stem
     note_tags = _str_list(front.get("tags"))
     aliases = _str_list(front.get("aliases"))
     entries: list[Entry] = []
@@ -226,14 +295,14 @@ def _entry(
 ) -> Entry | None:
     meta: dict[str, str] = {}
 
-    def _take_meta(m: re.Match[str]) -> str:
-        fields = parse_meta(m.group("body"))
+    def _take_meta(body: str) -> bool:
+        fields = parse_meta(body)
         if fields is None:
-            return m.group()  # malformed: stays plain text
+            return False
         meta.update(fields)  # last one wins, key by key
-        return ""
+        return True
 
-    raw = _META.sub(_take_meta, sec.body)
+    raw = strip_meta(sec.body, _take_meta)
     visible = re.sub(r"\n{3,}", "\n\n", raw).strip()
     if not visible and not sec.heading:
         return None

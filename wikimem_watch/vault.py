@@ -7,8 +7,10 @@ globs. Paths are vault-relative with forward slashes: the same on every OS and m
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,15 +52,48 @@ def rel_path(root: Path, path: Path | str) -> str | None:
     return rel.as_posix()
 
 
-def iter_notes(root: Path, note_filter: NoteFilter) -> Iterator[str]:
-    """Every note path under ``root``, sorted, without descending into dot-folders."""
+def is_inside(real_root: str, real: str) -> bool:
+    """True when the resolved path ``real`` is ``real_root`` or below it."""
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def iter_notes(
+    root: Path, note_filter: NoteFilter, linked_dirs: dict[str, str] | None = None
+) -> Iterator[str]:
+    """Every note path under ``root``, sorted, without descending into dot-folders.
+
+    Symlinked directories are never descended (``os.walk`` does not follow them): a note
+    under one that leads inside the vault is indexed at its real path; one that leads
+    outside is recorded in ``linked_dirs`` (vault-relative path → reason) when given.
+    """
+    real_root = os.path.realpath(root)
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         base = Path(dirpath)
+        for d in sorted(dirnames):
+            if d.startswith(".") or not os.path.islink(base / d):
+                continue
+            target = os.path.realpath(base / d)
+            rel = rel_path(root, base / d)
+            if linked_dirs is not None and rel is not None and not is_inside(real_root, target):
+                linked_dirs[rel] = f"symlinked directory outside the vault ({target}); not followed"
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             rel = rel_path(root, base / name)
             if rel is not None and note_filter.accepts(rel):
                 yield rel
+
+
+def notes_below(root: Path, rel_dir: str, note_filter: NoteFilter) -> list[str]:
+    """The notes under the vault directory ``rel_dir`` (vault-relative paths); none when
+    ``rel_dir`` is reached through a symlink (its notes live elsewhere, or outside)."""
+    base = root / rel_dir
+    real_root = os.path.realpath(root)
+    if os.path.realpath(base) != os.path.join(real_root, *rel_dir.split("/")):
+        return []
+    if not base.is_dir():
+        return []
+    prefix = rel_dir.rstrip("/") + "/"
+    return [prefix + rel for rel in iter_notes(base, note_filter)]
 
 
 class SkipFile(Exception):
@@ -69,34 +104,98 @@ class SkipFile(Exception):
         self.reason = reason
 
 
-def read_note(root: Path, rel: str) -> tuple[str, str | None]:
+@dataclass(frozen=True, slots=True)
+class NoteText:
+    """A note's text, a warning about how it was read, and where a symlink led (the
+    vault-relative path of a target inside the vault, else ``None``)."""
+
+    text: str
+    warning: str | None = None
+    target: str | None = None
+
+
+_KINDS = (
+    (stat.S_ISDIR, "is a directory"),
+    (stat.S_ISFIFO, "not a regular file (named pipe)"),
+    (stat.S_ISSOCK, "not a regular file (socket)"),
+    (stat.S_ISCHR, "not a regular file (character device)"),
+    (stat.S_ISBLK, "not a regular file (block device)"),
+)
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after the stat must not block the open
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOFOLLOW", 0)  # the resolved path is opened: no symlink may appear there
+)
+
+
+def _not_regular(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    return next((why for test, why in _KINDS if test(mode)), "not a regular file")
+
+
+def read_note(root: Path, rel: str, *, follow_external: bool = False) -> NoteText:
     """Read a note as text. Raises :class:`FileNotFoundError` if it is gone, else
-    :class:`SkipFile` for anything unreadable (binary, too big, permission denied).
+    :class:`SkipFile` for anything that must not or cannot be read: a symlink that leads
+    outside the vault (unless ``follow_external``), anything but a regular file (a FIFO
+    would block the reader for good), binary, too big, permission denied.
 
     Invalid UTF-8 is decoded with replacement characters and still indexed: a few bad bytes
-    should not hide a whole diary day. Returns (text, warning or ``None``).
+    should not hide a whole diary day.
     """
-    path = root / rel
+    path = os.path.join(root, *rel.split("/"))
+    real = os.path.realpath(path)
+    real_root = os.path.realpath(root)
+    target = None
+    if is_inside(real_root, real):
+        real_rel = Path(real).relative_to(real_root).as_posix()
+        target = real_rel if real_rel != rel else None
+    elif not follow_external and os.path.exists(real):
+        raise SkipFile(
+            f"symlink to {real}, outside the vault; not read "
+            "(set follow_external_symlinks to index it)"
+        )
+    raw = _read_regular(rel, real)
+    if b"\x00" in raw:
+        raise SkipFile("binary file (NUL bytes)")
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_NOTE_BYTES + 1)
+        return NoteText(raw.decode("utf-8"), None, target)
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        return NoteText(text, f"invalid UTF-8 at byte {exc.start}; bad bytes replaced", target)
+
+
+def _read_regular(rel: str, real: str) -> bytes:
+    """The bytes of the regular file at the resolved path ``real``, never blocking."""
+    try:
+        why = _not_regular(os.stat(real).st_mode)
+        if why is not None:
+            raise SkipFile(why)
+        fd = os.open(real, _OPEN_FLAGS)
+        try:
+            st = os.fstat(fd)  # what was opened, not what was looked at before
+            why = _not_regular(st.st_mode)
+            if why is not None:
+                raise SkipFile(why)
+            if st.st_size > MAX_NOTE_BYTES:
+                raise SkipFile(f"larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB")
+            with open(fd, "rb", closefd=False) as fh:
+                raw = fh.read(MAX_NOTE_BYTES + 1)
+        finally:
+            os.close(fd)
     except (FileNotFoundError, NotADirectoryError):
         raise FileNotFoundError(rel) from None
-    except IsADirectoryError:
-        raise SkipFile("is a directory") from None
     except PermissionError:
         raise SkipFile("permission denied") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SkipFile("symlink loop, or replaced by a symlink while read") from None
         raise SkipFile(f"unreadable: {exc.strerror or exc}") from None
-    if len(raw) > MAX_NOTE_BYTES:
+    if len(raw) > MAX_NOTE_BYTES:  # it grew after the fstat
         raise SkipFile(f"larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB")
-    if b"\x00" in raw[:8192]:
-        raise SkipFile("binary file (NUL bytes)")
-    try:
-        return raw.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        text = raw.decode("utf-8", errors="replace")
-        return text, f"invalid UTF-8 at byte {exc.start}; bad bytes replaced"
+    return raw
 
 
 def glob_match(rel: str, patterns: Sequence[str]) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem_watch.config import Config
+from wikimem_watch.config import Config, cache_dir_refusal
 from wikimem_watch.embedders import Embedder, EmbedError, chunk_text, make_embedder
 from wikimem_watch.models import Entry
 from wikimem_watch.vector_files import atomic_write
@@ -335,6 +335,10 @@ def open_vectors(config: Config) -> VectorService | None:
     """The configured embeddings component, loaded from the cache; None when ``embed`` is
     "none" or the embedder cannot be made (one warning, and BM25 carries on)."""
     if config.embed == "none":
+        return None
+    refusal = cache_dir_refusal(config)
+    if refusal is not None:
+        log.warning("embeddings off, BM25 only: %s", refusal)
         return None
     try:
         embedder = make_embedder(

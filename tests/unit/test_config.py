@@ -57,3 +57,39 @@ def test_unknown_key_in_the_file_is_refused(tmp_path: Path) -> None:
 def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a directory"):
         load_config(tmp_path / "nope")
+
+
+def test_following_external_symlinks_comes_from_a_flag_or_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert load_config(tmp_path).follow_external_symlinks is False
+    assert load_config(tmp_path, {"follow_external_symlinks": True}).follow_external_symlinks
+    monkeypatch.setenv("WIKIMEM_WATCH_FOLLOW_EXTERNAL_SYMLINKS", "1")
+    assert load_config(tmp_path).follow_external_symlinks is True
+
+
+def test_a_config_toml_in_the_vault_cannot_widen_what_is_read(tmp_path: Path) -> None:
+    (tmp_path / ".wikimem").mkdir()
+    (tmp_path / ".wikimem" / "config.toml").write_text(
+        "follow_external_symlinks = true\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigError, match="cannot be set in config.toml"):
+        load_config(tmp_path)
+
+
+def test_a_cache_dir_symlinked_out_of_the_vault_is_refused_and_its_toml_not_read(
+    tmp_path: Path,
+) -> None:
+    from wikimem_watch.config import cache_dir_refusal
+
+    vault, elsewhere = tmp_path / "vault", tmp_path / "elsewhere"
+    vault.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "config.toml").write_text("k1 = 9.0\n", encoding="utf-8")
+    (vault / ".wikimem").symlink_to(elsewhere, target_is_directory=True)
+    config = load_config(vault)
+    assert config.k1 == 1.2  # the outside config.toml was not read
+    refusal = cache_dir_refusal(config)
+    assert refusal is not None and "outside the vault" in refusal
+    explicit = load_config(vault, {"cache_dir": str(elsewhere)})
+    assert cache_dir_refusal(explicit) is None and explicit.k1 == 9.0

@@ -131,3 +131,55 @@ def test_vector_keys_follow_the_embedded_text_and_its_context(tmp_path: Path) ->
     key = engine.vector_key(int(slots[0]))
     assert after[key].endswith("rain")
     assert engine.slots_of_keys([key]).tolist() == [int(slots[0])]
+
+
+def test_a_query_never_waits_for_a_file_being_parsed(
+    example_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from wikimem_watch import engine as engine_module
+
+    engine = fresh(example_vault)
+    parsing, release = threading.Event(), threading.Event()
+    real_parse = engine_module.parse_note
+
+    def slow_parse(rel: str, text: str) -> object:
+        parsing.set()
+        release.wait(10)
+        return real_parse(rel, text)
+
+    monkeypatch.setattr(engine_module, "parse_note", slow_parse)
+    write(example_vault, "wiki/new.md", "## Quince\nquince jam\n")
+    applier = threading.Thread(target=engine.apply, args=(["wiki/new.md"],))
+    applier.start()
+    try:
+        assert parsing.wait(5)
+        assert engine.lock.acquire(timeout=5), "the engine lock is held during a parse"
+        engine.lock.release()
+        assert engine.counts()  # a reader gets through while the applier parses
+    finally:
+        release.set()
+        applier.join(5)
+    assert "wiki/new.md" in engine.files
+
+
+def test_concurrent_appliers_of_the_same_file_end_like_a_fresh_scan(example_vault: Path) -> None:
+    import threading
+
+    engine = fresh(example_vault)
+    path = example_vault / "wiki/people.md"
+    base = path.read_text(encoding="utf-8")
+
+    def edit_and_apply(n: int) -> None:
+        for i in range(15):
+            path.write_text(base + f"\n## Edit {n} {i}\nword{n}x{i}\n", encoding="utf-8")
+            engine.apply(["wiki/people.md"])
+
+    threads = [threading.Thread(target=edit_and_apply, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    engine.apply(["wiki/people.md"])  # the last write may have landed after every apply
+    assert engine.digest() == fresh(example_vault).digest()

@@ -138,3 +138,29 @@ def test_ids_are_stable_across_reparse() -> None:
     a = parse_note("diary/2026-11-03.md", DAY).entries
     b = parse_note("diary/2026-11-03.md", DAY).entries
     assert [e.id for e in a] == [e.id for e in b]
+
+
+def test_front_matter_anchors_cannot_expand_into_a_huge_tag_list() -> None:
+    lines = ["---", "a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 8):  # str() of tags would be 9**8 items: seconds and gigabytes
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    lines += ["tags: [*a7, ok]", "title: *a7", "---", "body text"]
+    (entry,) = parse_note("n.md", "\n".join(lines)).entries
+    assert entry.tags == ("ok",) and entry.title == "n"
+
+
+def test_deeply_nested_front_matter_is_skipped_not_fatal() -> None:
+    parsed = parse_note("n.md", "---\na: " + "[" * 3000 + "]" * 3000 + "\n---\nbody text\n")
+    assert [e.text for e in parsed.entries] == ["body text"]
+    assert any("nests deeper" in w for w in parsed.warnings)
+
+
+def test_a_closing_sequence_alone_makes_an_empty_heading_as_in_commonmark() -> None:
+    (entry,) = parse_note("wiki/x.md", "## ###\nbody\n").entries
+    assert entry.heading == "x" and entry.line == 1  # empty heading: the note's title stands in
+
+
+def test_an_unclosed_metadata_comment_stays_text_and_a_later_one_still_counts() -> None:
+    text = "## a\n<!-- wikimem: owner=a -->\nkeep <!-- wikimem: owner=b\nmore\n"
+    (entry,) = parse_note("wiki/x.md", text).entries
+    assert entry.owner == "a" and "<!-- wikimem: owner=b" in entry.text

@@ -1,0 +1,117 @@
+"""The real daemon against hostile vault files: FIFOs, symlinks out of the vault, a symlinked
+cache dir, and a stop that a stuck writer cannot block (ADR-0011)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from daemon_harness import DaemonProc, eventually, short_socket_path
+
+from wikimem_watch.config import load_config
+from wikimem_watch.daemon import Daemon
+from wikimem_watch.engine import ApplyStats
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def hit_paths(daemon: DaemonProc, q: str) -> set[str]:
+    hits = daemon.result("query", {"q": q, "k": 50, "parse_time": False})["hits"]
+    return {h["path"] for h in hits}
+
+
+def skipped(daemon: DaemonProc) -> dict[str, str]:
+    return {s["path"]: s["reason"] for s in daemon.result("status")["skipped"]}
+
+
+def test_a_fifo_in_the_vault_is_skipped_and_sigterm_still_stops_the_daemon(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    os.mkfifo(vault / "wiki" / "x.md")
+    daemon = start_daemon(vault)  # ready: the initial scan did not block on the pipe
+    assert skipped(daemon) == {"wiki/x.md": "not a regular file (named pipe)"}
+    assert hit_paths(daemon, "sailing") == {"wiki/people.md"}
+    os.mkfifo(vault / "diary" / "2026-07-21.md")  # one created while running
+    eventually(lambda: "diary/2026-07-21.md" in skipped(daemon), "new FIFO reported")
+    (vault / "wiki" / "boats.md").write_text("## Dinghy\nzephyrine\n", encoding="utf-8")
+    eventually(lambda: hit_paths(daemon, "zephyrine") == {"wiki/boats.md"}, "still applying")
+    daemon.proc.terminate()
+    assert daemon.proc.wait(10) == 0
+    assert not daemon.sock.exists()
+
+
+def test_a_symlink_out_of_the_vault_is_neither_indexed_nor_served(
+    vault: Path, tmp_path: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("## root\nhunter2 password\n", encoding="utf-8")
+    (vault / "passwd.md").symlink_to(secret)
+    daemon = start_daemon(vault)
+    assert hit_paths(daemon, "hunter2") == set()
+    assert "outside the vault" in skipped(daemon)["passwd.md"]
+    rpc = daemon.rpc()
+    try:
+        assert rpc.call("note", {"path": "passwd.md"})["error"]["code"] == -32004
+    finally:
+        rpc.close()
+    (vault / "wiki" / "leak.md").symlink_to(secret)  # one made while running
+    eventually(lambda: "wiki/leak.md" in skipped(daemon), "new outside symlink reported")
+    assert hit_paths(daemon, "hunter2") == set()
+
+
+def test_following_external_symlinks_serves_them_when_the_user_asks(
+    vault: Path, tmp_path: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    secret = tmp_path / "shared.txt"
+    secret.write_text("## shared\nquillwort notes\n", encoding="utf-8")
+    (vault / "shared.md").symlink_to(secret)
+    daemon = start_daemon(vault, "--follow-external-symlinks")
+    assert hit_paths(daemon, "quillwort") == {"shared.md"}
+    assert skipped(daemon) == {}
+
+
+def test_a_cache_dir_symlinked_out_of_the_vault_is_not_touched(
+    vault: Path, tmp_path: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    os.chmod(elsewhere, 0o755)
+    (vault / ".wikimem").symlink_to(elsewhere, target_is_directory=True)
+    daemon = start_daemon(vault)
+    status = daemon.result("status")
+    assert status["cache"]["usable"] is False and "outside the vault" in status["cache"]["reason"]
+    assert hit_paths(daemon, "sailing") == {"wiki/people.md"}  # serves without caches
+    assert list(elsewhere.iterdir()) == []
+    assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755
+
+
+def test_a_stop_does_not_wait_for_a_stuck_writer(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    daemon = Daemon(load_config(vault), socket_path=short_socket_path(), force_polling=True)
+    stuck, release = threading.Event(), threading.Event()
+
+    def apply_forever(paths: object) -> ApplyStats:
+        stuck.set()
+        release.wait(30)  # e.g. a read that never returns
+        return ApplyStats()
+
+    monkeypatch.setattr(daemon.engine, "apply", apply_forever)
+    runner = threading.Thread(target=daemon.run)
+    runner.start()
+    try:
+        assert stuck.wait(10)
+        started = time.monotonic()
+        daemon.request_stop()
+        runner.join(15)
+        assert not runner.is_alive(), "run() did not return while the writer was stuck"
+        assert time.monotonic() - started < 15
+        assert not daemon.socket_path.exists()
+    finally:
+        release.set()
+        runner.join(5)

@@ -1,0 +1,170 @@
+"""Which files are notes, and reading them as untrusted input (ADR-0011)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write
+from wikimem_watch.config import load_config
+from wikimem_watch.engine import Engine
+from wikimem_watch.vault import (
+    MAX_NOTE_BYTES,
+    NoteFilter,
+    SkipFile,
+    iter_notes,
+    notes_below,
+    read_note,
+)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    write(root, "wiki/people.md", "# People\n\n## Ann\nAnn likes sailing.\n")
+    return root
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("## root\nhunter2 the secret password\n", encoding="utf-8")
+    return secret
+
+
+def fresh(root: Path, **overrides: object) -> Engine:
+    engine = Engine(load_config(root, overrides))
+    engine.scan()
+    return engine
+
+
+def test_a_fifo_named_like_a_note_is_skipped_without_blocking(vault: Path) -> None:
+    os.mkfifo(vault / "wiki" / "x.md")
+    with pytest.raises(SkipFile, match="named pipe"):
+        read_note(vault, "wiki/x.md")
+    engine = fresh(vault)  # the scan finishes: nothing waits for a writer on the pipe
+    assert engine.skipped == {"wiki/x.md": "not a regular file (named pipe)"}
+    assert list(engine.files) == ["wiki/people.md"]
+
+
+def test_a_unix_socket_named_like_a_note_is_skipped(vault: Path) -> None:
+    # AF_UNIX paths are short: bind in the temp dir, then move the socket into the vault.
+    short = Path(tempfile.gettempdir()) / f"wmw-{uuid.uuid4().hex[:8]}.md"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(short))
+        os.rename(short, vault / "wiki" / "sock.md")
+        with pytest.raises(SkipFile, match="socket"):
+            read_note(vault, "wiki/sock.md")
+    finally:
+        server.close()
+        short.unlink(missing_ok=True)
+
+
+def test_a_device_symlinked_into_the_vault_is_never_read(vault: Path) -> None:
+    (vault / "zero.md").symlink_to("/dev/zero")
+    with pytest.raises(SkipFile):
+        read_note(vault, "zero.md", follow_external=True)  # even when following: not regular
+
+
+def test_a_nul_byte_after_the_first_8_kib_marks_the_file_binary(vault: Path) -> None:
+    (vault / "wiki" / "late.md").write_bytes(b"## a\n" + b"x" * 20_000 + b"\0tail\n")
+    with pytest.raises(SkipFile, match="binary"):
+        read_note(vault, "wiki/late.md")
+
+
+def test_a_note_over_the_size_limit_is_skipped(vault: Path) -> None:
+    with open(vault / "big.md", "wb") as fh:
+        fh.truncate(MAX_NOTE_BYTES + 1)  # sparse: no 8 MiB written
+    with pytest.raises(SkipFile, match="larger than"):
+        read_note(vault, "big.md")
+
+
+def test_a_symlink_leading_outside_the_vault_is_skipped_and_reported(
+    vault: Path, outside: Path
+) -> None:
+    (vault / "passwd.md").symlink_to(outside)
+    engine = fresh(vault)
+    assert "passwd.md" not in engine.files
+    assert "outside the vault" in engine.skipped["passwd.md"]
+    assert not any("hunter2" in e.text for e in engine.entries.values())
+
+
+def test_following_external_symlinks_is_an_explicit_choice(vault: Path, outside: Path) -> None:
+    (vault / "passwd.md").symlink_to(outside)
+    engine = fresh(vault, follow_external_symlinks=True)
+    assert "hunter2" in engine.entries_of("passwd.md")[0].text
+    assert engine.skipped == {}
+
+
+def test_a_symlink_inside_the_vault_is_indexed_and_follows_its_target(vault: Path) -> None:
+    (vault / "alias.md").symlink_to(Path("wiki") / "people.md")
+    engine = fresh(vault)
+    assert "sailing" in engine.entries_of("alias.md")[0].text
+    target = vault / "wiki" / "people.md"
+    target.write_text("# People\n\n## Ann\nAnn now rows.\n", encoding="utf-8")
+    engine.apply(["wiki/people.md"])  # the watcher reports the target only
+    assert "rows" in engine.entries_of("alias.md")[0].text
+    assert engine.digest() == fresh(vault).digest()
+    target.unlink()
+    engine.apply(["wiki/people.md"])
+    assert engine.files == {} and engine.digest() == fresh(vault).digest()
+
+
+def test_a_symlinked_directory_is_not_walked_and_an_outside_one_is_reported(
+    vault: Path, outside: Path
+) -> None:
+    (outside.parent / "leak.md").write_text("## x\nhunter2\n", encoding="utf-8")
+    (vault / "ext").symlink_to(outside.parent, target_is_directory=True)
+    (vault / "inner").symlink_to(vault / "wiki", target_is_directory=True)
+    linked: dict[str, str] = {}
+    assert list(iter_notes(vault, NoteFilter(), linked)) == ["wiki/people.md"]
+    assert list(linked) == ["ext"] and "outside the vault" in linked["ext"]
+    assert notes_below(vault, "ext", NoteFilter()) == []  # a directory event for the link
+    assert notes_below(vault, "inner", NoteFilter()) == []
+    assert notes_below(vault, "wiki", NoteFilter()) == ["wiki/people.md"]
+    engine = fresh(vault)
+    assert engine.linked_dirs == linked and "ext/leak.md" not in engine.files
+    with pytest.raises(SkipFile, match="outside the vault"):
+        read_note(vault, "ext/leak.md")  # a path through the link, e.g. from an event
+
+
+def test_a_dangling_symlink_is_a_file_that_is_gone(vault: Path, tmp_path: Path) -> None:
+    (vault / "dangling.md").symlink_to(tmp_path / "nowhere.md")
+    with pytest.raises(FileNotFoundError):
+        read_note(vault, "dangling.md")
+    assert fresh(vault).skipped == {}
+
+
+@pytest.fixture
+def fifo_writer(vault: Path) -> Iterator[Path]:
+    """A FIFO with a writer that never writes: a blocking read of it would never end."""
+    fifo = vault / "held.md"
+    os.mkfifo(fifo)
+    stop = threading.Event()
+
+    def hold() -> None:
+        fd = os.open(fifo, os.O_RDWR)  # O_RDWR never blocks on a FIFO
+        stop.wait(10)
+        os.close(fd)
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    try:
+        yield fifo
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def test_a_fifo_with_a_silent_writer_is_skipped_too(vault: Path, fifo_writer: Path) -> None:
+    engine = fresh(vault)
+    assert engine.skipped == {"held.md": "not a regular file (named pipe)"}
