@@ -73,11 +73,15 @@ def run_query(
         embedding_used = False
         if not (applied and listing):
             hits, embedding_used = _ranked(engine, req, applied, text, terms, now, vectors)
-        if applied and not hits:
-            # Only time words, or words that match nothing anywhere ("what did I eat last
-            # weekend"): what the window holds is the answer, in time order.
-            listing, cut = True, len(inside) > req.k
-            hits = [_hit(e, None, [], True) for e in _budget(inside[: req.k], req.budget_tokens)]
+        if applied and not any(h["in_window"] is True for h in hits):
+            # Only time words, or words that match nothing inside the window ("what was my
+            # mood on May 2nd"): what the window holds is the answer, in time order; matches
+            # from elsewhere may follow it.
+            head = [_hit(e, None, [], True) for e in inside[: req.k]]
+            listing, cut = True, len(inside) > len(head)
+            hits = head + hits[: req.k - len(head)]
+            costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
+            hits = hits[: budget_cut(costs, req.budget_tokens)]
     return {
         "q": req.q,
         "hits": hits,

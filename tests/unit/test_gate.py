@@ -78,7 +78,11 @@ def test_a_window_never_reaches_past_now(tmp_path: Path) -> None:
     today = ask(engine, q="what happened today", now="2026-11-15T09:00:00")
     assert [h["time"] for h in hits(today)] == ["08:00"]
     mia = hits(ask(engine, q="Mia today", now="2026-11-15T09:00:00", kinds=["diary"]))
-    assert all(h["in_window"] is False for h in mia)  # 08:00 holds no Mia; 19:30 is later
+    # Today until 09:00 holds breakfast, which names no Mia: it comes first, as what the
+    # window holds; Mia's entries follow, marked outside (19:30 is after now).
+    assert [(h["id"], h["in_window"]) for h in mia][0] == ("diary/2026-11-15.md#08:00", True)
+    assert all(h["in_window"] is False for h in mia[1:])
+    assert "diary/2026-11-15.md#19:30" in [h["id"] for h in mia[1:]]
 
 
 def test_widening_happens_only_for_an_empty_window_and_not_into_the_future(
@@ -96,10 +100,14 @@ def test_widening_happens_only_for_an_empty_window_and_not_into_the_future(
     gate = result["time_range"]
     assert isinstance(gate, dict) and result["widened"] is True
     assert (gate["start"], gate["end"]) == ("2026-11-12", "2026-11-14")
-    # A day that holds an entry does not widen, even when its entry does not match.
+    # A day that holds an entry does not widen, even when its entry does not match: the
+    # day comes first, the match from another day after it.
     held = ask(engine, q="11月14号 rain", now="2026-11-15T09:00:00")
-    assert held["widened"] is False
-    assert [h["in_window"] for h in hits(held)] == [False]
+    assert held["widened"] is False and held["listing"] is True
+    assert [(h["date"], h["in_window"]) for h in hits(held)] == [
+        ("2026-11-14", True),
+        ("2026-11-12", False),
+    ]
 
 
 def test_a_parsed_window_that_stays_empty_is_not_applied_and_says_so(tmp_path: Path) -> None:

@@ -170,16 +170,18 @@ def test_time_range_expression_is_explicit(example_engine: Engine) -> None:
         ask(example_engine, q="dentist", time_range="whenever")
 
 
-def test_a_window_without_a_match_is_filled_from_outside_and_marked(
+def test_a_window_without_a_match_comes_first_then_matches_elsewhere(
     example_engine: Engine,
 ) -> None:
     # 昨天 = 2026-11-28 holds entries, but the dentist entries are weeks earlier.
-    result = ask(example_engine, q="昨天 dentist", kinds=["diary"], now="2026-11-29T10:00:00")
+    result = ask(example_engine, q="昨天 dentist", kinds=["diary"], now="2026-11-29T10:00:00", k=20)
     gate = result["time_range"]
     assert isinstance(gate, dict) and gate["fallback"] is None and gate["entries"] > 0
     found = hits(result)
-    assert found and all(h["in_window"] is False for h in found)
-    assert any("dentist" in str(h["text"]).lower() for h in found)
+    day = [h for h in found if h["in_window"] is True]
+    assert len(day) == gate["entries"] and found[: len(day)] == day
+    assert all(h["date"] == "2026-11-28" for h in day)
+    assert any("dentist" in str(h["text"]).lower() for h in found[len(day) :])
 
 
 def test_explicit_window_never_falls_back(example_engine: Engine) -> None:
