@@ -22,9 +22,10 @@ from .timeparse import parse_time_range
 from .vault import glob_match
 
 WIDEN_STEPS_DAYS = (1, 3)
-# A matched time expression that names a calendar date: a year, a month name, or M月.
+# A matched time expression that names a calendar date: a year, a month name, M月 or 十月.
 _ABSOLUTE = re.compile(
-    r"\d{4}|\d+\s*月|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I
+    r"\d{4}|[\d一二三四五六七八九十]+\s*月|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b",
+    re.I,
 )
 
 
