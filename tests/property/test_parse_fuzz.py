@@ -1,7 +1,8 @@
 """The parser against adversarial Markdown: linear growth, and never a raise (ADR-0011).
 
 Growth is measured within one run as a ratio (4x the input must cost at most 6x the CPU
-time of this thread, the min of a few interleaved repeats), never as wall time. A quadratic step gives ~16x.
+time of this thread, the min of a few interleaved repeats), never as wall time. A quadratic
+step gives ~16x.
 ``bench/fuzz.py --target parse`` runs the same fuzzing for longer.
 """
 
