@@ -4,7 +4,8 @@ Threads: the main thread only waits for a stop (a signal arrives through a wakeu
 no Python lock is ever taken inside a signal handler); one *writer* thread owns every
 mutation of the engine — the initial scan, watcher change sets, ``reindex`` jobs and the
 periodic safety rescan — so changes are applied in order; socket threads only read, under
-the engine lock, which the writer takes one chunk at a time.
+the engine lock, which the writer takes only to swap in files it has already read and parsed
+(ADR-0011). The writer is a daemon thread: a stop waits ``WRITER_JOIN_S`` for it, no longer.
 
 The safety rescan is cheap: it walks the vault and ``stat``s each note (no reads), and
 re-applies only paths whose (mtime, size, inode) changed since the last walk or whose

@@ -1,8 +1,8 @@
 """The parser against adversarial Markdown: linear growth, and never a raise (ADR-0011).
 
-Growth is measured within one run as a ratio (4x the input must cost at most 6x the time,
-the min of a few interleaved repeats), never as wall time: the clock is this thread's CPU
-time, so other processes on a busy machine do not count. A quadratic step gives ~16x.
+Growth is measured within one run as a ratio (4x the input must cost at most 6x the CPU
+time of this thread, the min of a few interleaved repeats), never as wall time. A quadratic
+step gives ~16x.
 ``bench/fuzz.py --target parse`` runs the same fuzzing for longer.
 """
 
@@ -50,6 +50,8 @@ BASE_UNITS = 1200
 
 
 def _best_time(text: str, repeats: int) -> float:
+    """The least CPU time of this thread over ``repeats`` parses: other processes on a busy
+    machine take wall time, not this thread's CPU time."""
     best = float("inf")
     for _ in range(repeats):
         started = time.thread_time()
@@ -65,7 +67,7 @@ def test_parse_time_grows_linearly(family: str) -> None:
     gc.disable()
     try:
         t_small = t_big = float("inf")
-        for _ in range(3):  # interleaved, so a busy moment hits both sizes alike
+        for _ in range(4):  # interleaved, so a busy moment hits both sizes alike
             t_small = min(t_small, _best_time(small, 2))
             t_big = min(t_big, _best_time(big, 1))
     finally:
