@@ -37,6 +37,10 @@ def config_from_args(args: argparse.Namespace) -> Config:
             "embed_url",
             "embed_model",
             "socket",
+            "idle_timeout_s",
+            "max_connections",
+            "max_request_bytes",
+            "max_buffered_bytes",
         )
     }
     return load_config(args.vault, flags)
@@ -121,6 +125,16 @@ def add_daemon_commands(
         help="seconds between cheap stat-only rescans (0: off; default 300)",
     )
     s.add_argument("--log-level", default=argparse.SUPPRESS, help="DEBUG, INFO, WARNING, ERROR")
+    s.add_argument(
+        "--idle-timeout-s", type=float, help="close a connection idle this long (default 60)"
+    )
+    s.add_argument("--max-connections", type=int, help="open connections at once (default 256)")
+    s.add_argument("--max-request-bytes", type=int, help="longest request line (default 1 MiB)")
+    s.add_argument(
+        "--max-buffered-bytes",
+        type=int,
+        help="unfinished request bytes held across all connections (default 32 MiB)",
+    )
 
     for name, help_, handler in (
         ("status", "the daemon's state, counts, skipped files and warnings", status_command),

@@ -41,6 +41,9 @@ class Config:
     embed_api_key_env: str = "WIKIMEM_WATCH_EMBED_API_KEY"
     embed_batch: int = 32
     max_request_bytes: int = 1024 * 1024
+    max_buffered_bytes: int = 32 * 1024 * 1024  # unfinished lines across all connections
+    max_connections: int = 256
+    idle_timeout_s: float = 60.0  # 0: never close an idle connection
 
     @property
     def cache_path(self) -> Path:

@@ -42,7 +42,7 @@ from .runtime import (
     lock_path,
     private_dir,
 )
-from .server import Server
+from .server import Limits, Server
 from .vault import iter_notes
 from .vector_sync import VectorService, open_vectors
 from .watcher import ChangeSet, ObserverFactory, Watcher
@@ -109,7 +109,12 @@ class Daemon:
         self.server = Server(
             self.socket_path,
             self,
-            max_request_bytes=config.max_request_bytes,
+            limits=Limits(
+                max_request_bytes=config.max_request_bytes,
+                max_buffered_bytes=config.max_buffered_bytes,
+                max_connections=config.max_connections,
+                idle_timeout_s=config.idle_timeout_s,
+            ),
             after_reply=self._after_reply,
         )
 
@@ -394,6 +399,7 @@ class Daemon:
             watcher=self.watcher.kind,
             uptime_s=round(time.monotonic() - self._started_mono, 3),
             connections=self.server.connection_count(),
+            socket_limits=self.server.stats(),
             safety_rescan_s=self.safety_rescan_s,
             vectors=self._vectors_status(),
         )
