@@ -265,6 +265,8 @@ def status_command(args: argparse.Namespace) -> int:
     for path, warnings in sorted(status["warnings"].items()):
         for warning in warnings:
             print(f"warning  {path}: {warning}")
+    for warning in status.get("config_warnings", []):
+        print(f"config   {warning}")
     print(f"vectors  {status['vectors'].get('state')}")
     return 0
 

@@ -122,6 +122,8 @@ class Daemon:
 
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT or ``shutdown``; clean up and return 0."""
+        for warning in self.config.warnings:
+            log.warning("config: %s", warning)
         check_socket_path(self.socket_path)
         ensure_cache_dir(self.config)
         parent = self.socket_path.parent
@@ -389,6 +391,7 @@ class Daemon:
                 "files": len(engine.files),
                 "skipped": [{"path": p, "reason": r} for p, r in sorted(engine.skipped.items())],
                 "warnings": engine.warnings(),
+                "config_warnings": list(self.config.warnings),
                 "unresolved_links": self._unresolved_count(),
                 "generation": engine.generation,
                 "last_change_at": engine.last_change_at,
