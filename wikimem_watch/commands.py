@@ -374,7 +374,7 @@ def embed_command(args: argparse.Namespace) -> int:
     if client is not None:
         with client:
             status = _obj(client.call("embed", {"rebuild": bool(args.rebuild)}))
-            while status.get("busy") or int(status.get("pending") or 0) > 0:
+            while status.get("busy"):  # queued or running; a failure ends it with pending > 0
                 _progress(int(status.get("rows") or 0), int(status.get("pending") or 0))
                 time.sleep(0.5)
                 status = _obj(_obj(client.call("status"))["vectors"])

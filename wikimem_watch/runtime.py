@@ -236,8 +236,24 @@ def _same_file(fd: int, path: Path) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+def cache_dir_problem(config: Config) -> str | None:
+    """Why the cache dir must not be used, before touching it; None when it may be.
+
+    The default ``<vault>/.wikimem`` comes with the vault: if it is a symlink, writing
+    caches (and a socket, and a chmod) there would write wherever the vault points."""
+    if config.cache_dir is None and config.cache_path.is_symlink():
+        return f"{config.cache_path} is a symlink inside the vault (not followed)"
+    return None
+
+
 def ensure_cache_dir(config: Config) -> None:
-    """Create the cache dir with a ``.gitignore`` of ``*`` (it is derived, per machine)."""
+    """Create the cache dir with a ``.gitignore`` of ``*`` (it is derived, per machine).
+
+    Raises OSError when it cannot be created or written (the daemon then serves without
+    caches) and when it is a symlink inside the vault (see :func:`cache_dir_problem`)."""
+    problem = cache_dir_problem(config)
+    if problem is not None:
+        raise OSError(errno.ELOOP, problem)
     cache = config.cache_path
     cache.mkdir(parents=True, exist_ok=True)
     ignore = cache / ".gitignore"

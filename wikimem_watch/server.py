@@ -370,8 +370,12 @@ def _remove_stale_socket(path: Path) -> None:
     """Unlink a socket nobody listens on; refuse a live socket or a non-socket file."""
     try:
         st = path.lstat()
-    except FileNotFoundError:
-        return
+    except (FileNotFoundError, NotADirectoryError):
+        return  # nothing there; bind() reports a path it cannot use
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot use socket path {str(path)!r}: {exc.strerror} (choose another --socket)"
+        ) from None
     if not stat.S_ISSOCK(st.st_mode):
         raise ConfigError(f"{str(path)!r} exists and is not a socket; refusing to replace it")
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
