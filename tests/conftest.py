@@ -11,6 +11,14 @@ from wikimem_watch.engine import Engine
 EXAMPLE = Path(__file__).resolve().parent.parent / "vault_example"
 
 
+@pytest.fixture(autouse=True)
+def _no_user_config(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests never read the real user's ~/.config/wikimem-watch/config.toml."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+
+
 @pytest.fixture
 def example_vault(tmp_path: Path) -> Path:
     """A private copy of vault_example/, safe to edit."""

@@ -59,13 +59,28 @@ def test_every_cli_command_appears_in_the_readme_or_protocol_docs() -> None:
 
 
 def test_every_config_field_is_listed_in_the_readme() -> None:
-    from dataclasses import fields
+    from wikimem_watch.config import settable_fields
 
-    from wikimem_watch.config import Config
-
-    names = {f.name for f in fields(Config)} - {"vault"}
-    missing = {n for n in names if f"`{n}`" not in README}
+    missing = {n for n in settable_fields() if f"`{n}`" not in README}
     assert not missing, f"README's configuration section lacks {sorted(missing)}"
+
+
+def test_the_readme_says_exactly_which_fields_a_vault_file_may_set() -> None:
+    from wikimem_watch.config import VAULT_SETTABLE, settable_fields
+
+    section = README.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| `")]
+    said: dict[str, bool] = {}
+    for row in rows:
+        cells = row.split("|")
+        if len(cells) < 4 or not cells[-2].strip():
+            continue
+        allowed = not cells[-2].strip().startswith("**no**")
+        for name in re.findall(r"`([a-z_0-9]+)`", cells[1]):
+            said[name] = allowed
+    assert set(said) == set(settable_fields()), "every field has one row in the table"
+    wrong = {n for n, allowed in said.items() if allowed != (n in VAULT_SETTABLE)}
+    assert not wrong, f"README's vault column disagrees with config.VAULT_SETTABLE: {wrong}"
 
 
 def test_every_query_field_is_listed_in_the_readme() -> None:

@@ -5,13 +5,22 @@ wins; otherwise the vault's live lock file names the socket its daemon listens o
 daemon started with a custom ``--socket`` is still found from ``--vault``); otherwise the
 default path derived from the vault. Errors come back as :class:`WatchError` with the
 daemon's code; no daemon at all is :class:`DaemonUnavailable`.
+
+Connecting retries briefly (``CONNECT_RETRY_S``, backing off) when the daemon is there but
+cannot take the connection yet: ``EAGAIN`` (its listen backlog is full during a burst of
+clients) always, and "refused"/"no such socket" only when the vault's lock says a daemon is
+running (it is starting up, or replacing a stale socket). A connection the daemon closed
+while we were idle (``idle_timeout_s``, or eviction at ``max_connections``) is reopened
+once, before a request is sent, so nothing is ever sent twice.
 """
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import socket
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -22,6 +31,9 @@ from .protocol import ProtocolError, decode_response, encode_request
 from .runtime import default_socket_path, lock_path, read_live_lock
 
 DEFAULT_TIMEOUT_S = 600.0  # a reindex of a big vault may take minutes
+CONNECT_RETRY_S = 5.0  # how long a busy or starting daemon is waited for
+_BUSY = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
+_ABSENT = (errno.ECONNREFUSED, errno.ENOENT)
 
 
 class RemoteError(WatchError):
@@ -42,28 +54,81 @@ def find_socket(config: Config) -> Path:
     return default_socket_path(config)
 
 
-class Client:
-    """One connection to a daemon; many requests over it, one at a time."""
-
-    def __init__(self, path: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self.path = path
-        self._ids = itertools.count(1)
+def open_socket(
+    path: Path, timeout_s: float, *, retry_s: float = CONNECT_RETRY_S, starting: bool = False
+) -> socket.socket:
+    """A connected socket to ``path``, retrying for up to ``retry_s`` while the daemon is
+    busy (``EAGAIN``) or, with ``starting``, not listening yet. Raises DaemonUnavailable."""
+    deadline = time.monotonic() + retry_s
+    delay = 0.002
+    while True:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(timeout_s)
         try:
             sock.connect(os.fspath(path))
-        except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
-            sock.close()
-            raise DaemonUnavailable(f"no daemon is listening on {str(path)!r}") from None
+            return sock
         except OSError as exc:
             sock.close()
-            raise DaemonUnavailable(f"cannot connect to {str(path)!r}: {exc}") from None
-        self._sock = sock
-        self._reader = sock.makefile("rb")
+            retry = exc.errno in _BUSY or (starting and exc.errno in _ABSENT)
+            if not retry or time.monotonic() + delay > deadline:
+                raise _unavailable(path, exc) from None
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def _unavailable(path: Path, exc: OSError) -> DaemonUnavailable:
+    if exc.errno in (*_ABSENT, errno.ENOTDIR):
+        return DaemonUnavailable(f"no daemon is listening on {str(path)!r}")
+    if exc.errno in _BUSY:
+        return DaemonUnavailable(f"the daemon on {str(path)!r} is too busy to accept; retry")
+    return DaemonUnavailable(f"cannot connect to {str(path)!r}: {exc}")
+
+
+class Client:
+    """One connection to a daemon; many requests over it, one at a time."""
+
+    def __init__(
+        self,
+        path: Path,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        *,
+        retry_s: float = CONNECT_RETRY_S,
+        starting: bool = False,
+    ) -> None:
+        self.path = path
+        self.timeout_s = timeout_s
+        self.retry_s = retry_s
+        self._ids = itertools.count(1)
+        self._sock = open_socket(path, timeout_s, retry_s=retry_s, starting=starting)
+        self._reader = self._sock.makefile("rb")
+        self.reconnects = 0
+
+    def _closed_by_daemon(self) -> bool:
+        """True when the daemon closed this idle connection (EOF or an unsolicited notice
+        waiting): nothing has been sent on it since our last reply."""
+        self._sock.settimeout(0)  # a timeout socket would report "timed out", not EAGAIN
+        try:
+            self._sock.recv(1, socket.MSG_PEEK)
+        except BlockingIOError:
+            return False  # nothing to read: the connection is alive and quiet
+        except OSError:
+            return True
+        finally:
+            self._sock.settimeout(self.timeout_s)
+        return True  # EOF (b""), or a notice sent before any request of ours
+
+    def _reopen_if_closed(self) -> None:
+        if not self._closed_by_daemon():
+            return
+        self.close()
+        self._sock = open_socket(self.path, self.timeout_s, retry_s=self.retry_s)
+        self._reader = self._sock.makefile("rb")
+        self.reconnects += 1
 
     def call(self, method: str, params: Mapping[str, object] | None = None) -> object:
         """Send one request and return its result; raise :class:`RemoteError` on an error."""
         request_id = next(self._ids)
+        self._reopen_if_closed()
         try:
             self._sock.sendall(encode_request(method, params, request_id))
             line = self._reader.readline()
@@ -110,4 +175,6 @@ def connect(config: Config | None, socket_path: Path | None = None) -> Client:
         if config is None:
             raise DaemonUnavailable("give --vault DIR or --socket PATH")
         socket_path = find_socket(config)
+        live = read_live_lock(lock_path(config)) is not None
+        return Client(socket_path, starting=live)
     return Client(socket_path)

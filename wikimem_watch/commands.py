@@ -38,6 +38,10 @@ def config_from_args(args: argparse.Namespace) -> Config:
             "embed_model",
             "socket",
             "follow_external_symlinks",
+            "idle_timeout_s",
+            "max_connections",
+            "max_request_bytes",
+            "max_buffered_bytes",
         )
     }
     return load_config(args.vault, flags)
@@ -122,6 +126,16 @@ def add_daemon_commands(
         help="seconds between cheap stat-only rescans (0: off; default 300)",
     )
     s.add_argument("--log-level", default=argparse.SUPPRESS, help="DEBUG, INFO, WARNING, ERROR")
+    s.add_argument(
+        "--idle-timeout-s", type=float, help="close a connection idle this long (default 60)"
+    )
+    s.add_argument("--max-connections", type=int, help="open connections at once (default 256)")
+    s.add_argument("--max-request-bytes", type=int, help="longest request line (default 1 MiB)")
+    s.add_argument(
+        "--max-buffered-bytes",
+        type=int,
+        help="unfinished request bytes held across all connections (default 32 MiB)",
+    )
 
     for name, help_, handler in (
         ("status", "the daemon's state, counts, skipped files and warnings", status_command),
@@ -252,6 +266,8 @@ def status_command(args: argparse.Namespace) -> int:
     for path, warnings in sorted(status["warnings"].items()):
         for warning in warnings:
             print(f"warning  {path}: {warning}")
+    for warning in status.get("config_warnings", []):
+        print(f"config   {warning}")
     print(f"vectors  {status['vectors'].get('state')}")
     return 0
 
@@ -359,7 +375,7 @@ def embed_command(args: argparse.Namespace) -> int:
     if client is not None:
         with client:
             status = _obj(client.call("embed", {"rebuild": bool(args.rebuild)}))
-            while status.get("busy") or int(status.get("pending") or 0) > 0:
+            while status.get("busy"):  # queued or running; a failure ends it with pending > 0
                 _progress(int(status.get("rows") or 0), int(status.get("pending") or 0))
                 time.sleep(0.5)
                 status = _obj(_obj(client.call("status"))["vectors"])

@@ -1,17 +1,62 @@
-"""Configuration, resolved in one place: defaults, then ``<cache>/config.toml``, then
-``WIKIMEM_WATCH_<FIELD>`` environment variables, then command-line flags (the last wins)."""
+"""Configuration, resolved in one place, with a trust boundary between the user and the vault.
+
+Sources, the last wins: defaults; the **user's** file ``$XDG_CONFIG_HOME/wikimem-watch/
+config.toml`` (``~/.config/...``); the **vault's** file ``<cache>/config.toml``;
+``WIKIMEM_WATCH_<FIELD>`` environment variables (and ``WIKIMEM_SOCK``); command-line flags.
+
+The vault may be synced from another machine or person (ADR-0010), so its file is
+*untrusted*: it may tune ranking and choose which of its notes to index (``VAULT_SETTABLE``),
+and it may pick an embedding endpoint only from those the user allowed (the user's
+``embed_url`` and ``[endpoints.NAME]`` tables), by name or URL through ``embed_endpoint``.
+Anything else it tries (a URL, an API-key variable, a cache or socket path, a socket limit)
+is ignored with a warning that ``status`` shows; a vault file that is unreadable, not a
+regular file, a symlink, oversized or malformed is ignored with a warning too. Nothing in
+the vault can stop the daemon from starting. The user's sources are trusted: a bad value
+there is a :class:`ConfigError` naming it.
+"""
 
 from __future__ import annotations
 
+import math
 import os
+import stat
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from .errors import ConfigError
 
 CACHE_DIRNAME = ".wikimem"
+USER_CONFIG = Path("wikimem-watch") / "config.toml"
+MAX_VAULT_CONFIG_BYTES = 64 * 1024
+DEFAULT_API_KEY_ENV = "WIKIMEM_WATCH_EMBED_API_KEY"
+EMBED_KINDS = ("none", "local", "http", "hash")
+# What a file inside the vault may set: ranking, note selection, and choices that keep data
+# on this machine. ``embed = "http"`` and ``embed_endpoint`` are checked against the
+# endpoints the user allowed (see ``_vault_embed``).
+VAULT_SETTABLE = frozenset(
+    {
+        "include",
+        "exclude",
+        "k1",
+        "b",
+        "stop_words",
+        "stem",
+        "heading_weight",
+        "jieba",
+        "weight_bm25",
+        "weight_vector",
+        "weight_recency",
+        "weight_previous",
+        "half_life_days",
+        "debounce_ms",
+        "poll",
+        "embed",
+        "embed_endpoint",
+        "embed_batch",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,34 +82,44 @@ class Config:
     debounce_ms: int = 25
     poll: bool = False
     embed: str = "none"  # none | local | http | hash
+    embed_endpoint: str | None = None  # a name (or URL) from the user's [endpoints]
     embed_url: str | None = None
     embed_model: str | None = None
-    embed_api_key_env: str = "WIKIMEM_WATCH_EMBED_API_KEY"
+    embed_api_key_env: str = DEFAULT_API_KEY_ENV
     embed_batch: int = 32
     max_request_bytes: int = 1024 * 1024
-    follow_external_symlinks: bool = False  # ADR-0011: flag or env only, never config.toml
+    follow_external_symlinks: bool = False  # ADR-0011: the user's decision, never the vault's
+    max_buffered_bytes: int = 32 * 1024 * 1024  # unfinished lines across all connections
+    max_connections: int = 256
+    idle_timeout_s: float = 60.0  # 0: never close an idle connection
+    # Not a setting: what the resolution ignored, and why (shown by ``status``).
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def cache_path(self) -> Path:
         return self.cache_dir if self.cache_dir is not None else self.vault / CACHE_DIRNAME
 
 
-def cache_dir_refusal(config: Config) -> str | None:
-    """Why the cache dir must not be used, or ``None`` when it may.
+def cache_dir_problem(config: Config) -> str | None:
+    """Why the cache dir must not be used, before touching it; ``None`` when it may be.
 
-    A default ``<vault>/.wikimem`` that resolves outside the vault (a symlink, maybe synced
-    in from elsewhere) would have the daemon chmod and write files there; only an explicit
-    ``cache_dir`` may lie outside the vault (ADR-0011).
+    The default ``<vault>/.wikimem`` comes with the vault, maybe synced in from elsewhere:
+    if it is a symlink, or resolves outside the vault, writing caches, a socket or a chmod
+    there would write wherever it points. Only an explicit ``cache_dir`` may lie elsewhere
+    (ADR-0011).
     """
     if config.cache_dir is not None:
         return None
-    if _within(config.vault, config.cache_path):
-        return None
-    return (
-        f"{str(config.cache_path)!r} leads to {os.path.realpath(config.cache_path)!r}, outside "
-        "the vault: no cache or config.toml is read or written there (give --cache-dir to use "
-        "a directory outside the vault)"
-    )
+    path = config.cache_path
+    if not _within(config.vault, path):
+        return (
+            f"{str(path)!r} leads to {os.path.realpath(path)!r}, outside the vault: no cache "
+            "or config.toml is read or written there (give --cache-dir to use a directory "
+            "outside the vault)"
+        )
+    if path.is_symlink():
+        return f"{str(path)!r} is a symlink inside the vault (not followed)"
+    return None
 
 
 def _within(root: Path, path: Path) -> bool:
@@ -73,17 +128,53 @@ def _within(root: Path, path: Path) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """An embedding endpoint the user allowed (``[endpoints.NAME]`` in the user's file)."""
+
+    name: str
+    url: str
+    model: str | None
+    api_key_env: str
+
+
 _TUPLE_FIELDS = {"include", "exclude"}
-# Settings that widen what the daemon reads: the user's own decision (flag or environment),
-# never a config.toml that may have been synced into the vault from elsewhere (ADR-0011).
-_USER_ONLY_FIELDS = {"follow_external_symlinks"}
 _PATH_FIELDS = {"cache_dir", "socket"}
+_NOT_SETTINGS = {"vault", "warnings"}
+# (low, high, low is exclusive) for every number: finite, and in a range that keeps the
+# daemon responsive (a vault must not set a debounce of a day).
+_RANGES: dict[str, tuple[float, float, bool]] = {
+    "k1": (0.0, 100.0, False),
+    "b": (0.0, 1.0, False),
+    "weight_bm25": (0.0, 1e6, True),
+    "weight_vector": (0.0, 1e6, False),
+    "weight_recency": (0.0, 1e6, False),
+    "weight_previous": (0.0, 1e6, False),
+    "heading_weight": (1, 20, False),
+    "half_life_days": (0.0, 365_000.0, True),
+    "debounce_ms": (0, 10_000, False),
+    "embed_batch": (1, 4096, False),
+    "max_request_bytes": (1024, 1 << 30, False),
+    "max_buffered_bytes": (1024, 1 << 34, False),
+    "max_connections": (1, 65_536, False),
+    "idle_timeout_s": (0.0, 86_400.0, False),
+}
 
 
-def _coerce(name: str, value: object, source: str) -> object:
-    """Turn a TOML/env/flag value into the field's type, naming the bad value on failure."""
-    kinds = {f.name: f.type for f in fields(Config)}
-    kind = str(kinds[name])
+def settable_fields() -> frozenset[str]:
+    return frozenset(f.name for f in fields(Config)) - _NOT_SETTINGS
+
+
+def user_config_path() -> Path:
+    """``$XDG_CONFIG_HOME/wikimem-watch/config.toml``, else ``~/.config/...``."""
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    return base / USER_CONFIG
+
+
+def _coerce(name: str, value: object) -> object:
+    """Turn a TOML/env/flag value into the field's type; ValueError names what is wrong."""
+    kind = str({f.name: f.type for f in fields(Config)}[name])
     try:
         if name in _TUPLE_FIELDS:
             if isinstance(value, str):
@@ -102,36 +193,153 @@ def _coerce(name: str, value: object, source: str) -> object:
             if text in ("0", "false", "no", "off"):
                 return False
             raise ValueError
+        out: object
         if kind == "int":
-            return int(str(value))
-        if kind == "float":
-            return float(str(value))
-        if kind == "str":
-            return str(value)
-        if "str | None" in kind:
-            return None if value in (None, "") else str(value)
+            out = int(str(value))
+        elif kind == "float":
+            out = float(str(value))
+        elif kind == "str":
+            out = str(value)
+        else:  # "str | None"
+            out = None if value in (None, "") else str(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{source}: {name}={value!r} is not a valid {kind}") from None
-    raise ConfigError(f"{source}: {name!r} cannot be set here")
+        raise ValueError(f"{name}={value!r} is not a valid {kind}") from None
+    _check_range(name, out)
+    return out
 
 
-def _read_toml(toml_path: Path, settable: set[str]) -> dict[str, object]:
+def _check_range(name: str, value: object) -> None:
+    if name == "embed" and value not in EMBED_KINDS:
+        raise ValueError(f"embed={value!r}: expected one of {', '.join(EMBED_KINDS)}")
+    bounds = _RANGES.get(name)
+    if bounds is None or not isinstance(value, int | float):
+        return
+    lo, hi, lo_open = bounds
+    if not math.isfinite(value) or value < lo or (lo_open and value == lo) or value > hi:
+        low = "(" if lo_open else "["
+        extra = ": BM25 is never switched off" if name == "weight_bm25" else ""
+        raise ValueError(f"{name}={value!r} must be a finite number in {low}{lo:g}, {hi:g}]{extra}")
+
+
+def _read_user_file(path: Path) -> tuple[dict[str, object], dict[str, Endpoint]]:
+    """The user's settings and allowed endpoints; a problem is the user's ConfigError."""
+    if not path.is_file():
+        return {}, {}
     try:
-        data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{toml_path}: {exc}") from None
+        raise ConfigError(f"{path}: {exc}") from None
+    endpoints = _endpoints(path, data.pop("endpoints", {}))
     values: dict[str, object] = {}
     for key, value in data.items():
-        if key not in settable:
-            raise ConfigError(f"{toml_path}: unknown setting {key!r}")
-        if key in _USER_ONLY_FIELDS:
+        if key not in settable_fields():
+            raise ConfigError(f"{path}: unknown setting {key!r}")
+        try:
+            values[key] = _coerce(key, value)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+    return values, endpoints
+
+
+def _endpoints(path: Path, table: object) -> dict[str, Endpoint]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [endpoints] must be a table of [endpoints.NAME] tables")
+    out: dict[str, Endpoint] = {}
+    for name, entry in table.items():
+        url = entry.get("url") if isinstance(entry, dict) else None
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(
-                f"{toml_path}: {key!r} cannot be set in config.toml (a synced vault must not "
-                f"widen what is read); use --{key.replace('_', '-')} or "
-                f"WIKIMEM_WATCH_{key.upper()}"
+                f'{path}: [endpoints.{name}] needs url = "http(s)://...", got {url!r}'
             )
-        values[key] = _coerce(key, value, str(toml_path))
-    return values
+        model = entry.get("model")
+        key_env = entry.get("api_key_env", DEFAULT_API_KEY_ENV)
+        if (model is not None and not isinstance(model, str)) or not isinstance(key_env, str):
+            raise ConfigError(f"{path}: [endpoints.{name}]: model and api_key_env are strings")
+        out[name] = Endpoint(name, url, model, key_env)
+    return out
+
+
+def read_vault_file(path: Path) -> tuple[dict[str, object], list[str]]:
+    """The vault's file as raw TOML values plus warnings; never raises, never blocks.
+
+    Opened without following a symlink and without blocking (a FIFO planted there must
+    not hang the daemon); only a regular file of at most ``MAX_VAULT_CONFIG_BYTES`` is read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return {}, []
+    except OSError as exc:
+        why = "a symlink (not followed)" if path.is_symlink() else exc.strerror
+        return {}, [f"{path}: ignored: {why}"]
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return {}, [f"{path}: ignored: not a regular file"]
+        if st.st_size > MAX_VAULT_CONFIG_BYTES:
+            return {}, [f"{path}: ignored: {st.st_size} bytes (at most {MAX_VAULT_CONFIG_BYTES})"]
+        raw = os.read(fd, MAX_VAULT_CONFIG_BYTES + 1)
+    except OSError as exc:
+        return {}, [f"{path}: ignored: {exc.strerror}"]
+    finally:
+        os.close(fd)
+    try:
+        return tomllib.loads(raw.decode("utf-8")), []
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return {}, [f"{path}: ignored: {exc}"]
+
+
+def _vault_values(
+    path: Path, data: Mapping[str, object], user: Mapping[str, object]
+) -> tuple[dict[str, object], list[str]]:
+    """Keep what the vault may set; a warning for each key it may not, or that is bad."""
+    values: dict[str, object] = {}
+    warnings: list[str] = []
+    where = "flags, WIKIMEM_WATCH_* variables or the user's config file"
+    for key, value in data.items():
+        if key not in settable_fields():
+            warnings.append(f"{path}: unknown setting {key!r} ignored")
+            continue
+        if key not in VAULT_SETTABLE:
+            warnings.append(
+                f"{path}: {key!r} ignored: a file inside the vault may not set it "
+                f"(it crosses the trust boundary; set it with {where}, {user_config_path()})"
+            )
+            continue
+        try:
+            values[key] = _coerce(key, value)
+        except ValueError as exc:
+            warnings.append(f"{path}: {exc}; ignored")
+    if values.get("embed") == "http" and not user.get("embed_url"):
+        del values["embed"]
+        warnings.append(
+            f"{path}: embed = 'http' ignored: the user has allowed no endpoint; "
+            "choose one of the user's [endpoints] with embed_endpoint"
+        )
+    return values, warnings
+
+
+def _apply_endpoint(
+    values: dict[str, object], endpoints: Mapping[str, Endpoint], from_vault: bool
+) -> list[str]:
+    """Resolve ``embed_endpoint`` (a name or URL the user allowed) into url/model/key env."""
+    choice = values.get("embed_endpoint")
+    if choice is None:
+        return []
+    found = endpoints.get(str(choice)) or next(
+        (e for e in endpoints.values() if e.url.rstrip("/") == str(choice).rstrip("/")), None
+    )
+    if found is None:
+        allowed = ", ".join(sorted(endpoints)) or "none"
+        message = f"embed_endpoint {choice!r} is not one of the user's [endpoints] ({allowed})"
+        if not from_vault:
+            raise ConfigError(message)
+        del values["embed_endpoint"]
+        return [f"{message}; ignored"]
+    values.update(embed="http", embed_url=found.url, embed_api_key_env=found.api_key_env)
+    if found.model is not None:
+        values["embed_model"] = found.model
+    return []
 
 
 def load_config(vault: Path | str, overrides: Mapping[str, object] | None = None) -> Config:
@@ -139,30 +347,43 @@ def load_config(vault: Path | str, overrides: Mapping[str, object] | None = None
     root = Path(vault).expanduser()
     if not root.is_dir():
         raise ConfigError(f"vault {str(root)!r} is not a directory")
-    settable = {f.name for f in fields(Config)} - {"vault"}
-    values: dict[str, object] = {}
-    flags = {k: v for k, v in (overrides or {}).items() if v is not None}
-    cache_dir = flags.get("cache_dir") or os.environ.get("WIKIMEM_WATCH_CACHE_DIR")
-    cache = Path(str(cache_dir)).expanduser() if cache_dir else root / CACHE_DIRNAME
-    toml_path = cache / "config.toml"
-    # A config.toml reached through a symlink that leaves the vault is not read (ADR-0011).
-    if toml_path.is_file() and (cache_dir or _within(root, toml_path)):
-        values.update(_read_toml(toml_path, settable))
-    for name in settable:
-        env = os.environ.get(f"WIKIMEM_WATCH_{name.upper()}")
-        if env is not None:
-            values[name] = _coerce(name, env, f"WIKIMEM_WATCH_{name.upper()}")
+    user, endpoints = _read_user_file(user_config_path())
+    env: dict[str, object] = {}
+    for name in settable_fields():
+        raw = os.environ.get(f"WIKIMEM_WATCH_{name.upper()}")
+        if raw is not None:
+            env[name] = _trusted(name, raw, f"WIKIMEM_WATCH_{name.upper()}")
     if os.environ.get("WIKIMEM_SOCK"):
-        values["socket"] = Path(os.environ["WIKIMEM_SOCK"]).expanduser()
-    for name, value in flags.items():
-        if name not in settable:
+        env["socket"] = Path(os.environ["WIKIMEM_SOCK"]).expanduser()
+    flags: dict[str, object] = {}
+    for name, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if name not in settable_fields():
             raise ConfigError(f"unknown setting {name!r}")
-        values[name] = _coerce(name, value, f"--{name.replace('_', '-')}")
-    config = replace(Config(vault=root.resolve()), **values)  # type: ignore[arg-type]
-    if config.weight_bm25 <= 0:
-        raise ConfigError(f"weight_bm25={config.weight_bm25!r}: BM25 is never switched off (> 0)")
-    if config.half_life_days <= 0:
-        raise ConfigError(f"half_life_days={config.half_life_days!r} must be > 0")
-    if config.embed not in ("none", "local", "http", "hash"):
-        raise ConfigError(f"embed={config.embed!r}: expected one of none, local, http, hash")
-    return config
+        flags[name] = _trusted(name, value, f"--{name.replace('_', '-')}")
+    trusted = {**user, **env, **flags}
+    cache_dir = trusted.get("cache_dir")
+    vault_file = (Path(str(cache_dir)) if cache_dir else root / CACHE_DIRNAME) / "config.toml"
+    if cache_dir or _within(root, vault_file.parent):
+        raw_vault, warnings = read_vault_file(vault_file)
+    else:  # a .wikimem that leads out of the vault is never read (ADR-0011)
+        raw_vault, warnings = {}, [f"{vault_file}: ignored: its folder leads outside the vault"]
+    from_vault, more = _vault_values(vault_file, raw_vault, trusted)
+    warnings += more
+    values = {**user, **from_vault, **env, **flags}  # the last wins
+    if "embed_url" not in env and "embed_url" not in flags:  # an explicit URL beats a pick
+        picked_by_vault = "embed_endpoint" not in trusted and "embed_endpoint" in from_vault
+        warnings += _apply_endpoint(values, endpoints, from_vault=picked_by_vault)
+    return replace(
+        Config(vault=root.resolve()),
+        **values,  # type: ignore[arg-type]
+        warnings=tuple(warnings),
+    )
+
+
+def _trusted(name: str, value: object, source: str) -> object:
+    try:
+        return _coerce(name, value)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None

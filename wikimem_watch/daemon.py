@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 
 from . import __version__
-from .config import Config, cache_dir_refusal
+from .config import Config, cache_dir_problem
 from .engine import ApplyStats, Engine
 from .errors import ConfigError
 from .methods import STOP_AFTER_REPLY
@@ -42,8 +42,10 @@ from .runtime import (
     host_tag,
     lock_path,
     private_dir,
+    runtime_dir,
+    vault_key,
 )
-from .server import Server
+from .server import Limits, Server
 from .vault import iter_notes, notes_below
 from .vector_sync import VectorService, open_vectors
 from .watcher import ChangeSet, ObserverFactory, Watcher
@@ -83,9 +85,12 @@ class Daemon:
         observer_factory: ObserverFactory | None = None,
     ) -> None:
         self.config = config
-        self.cache_refusal = cache_dir_refusal(config)  # set: serve without caches
         self.engine = Engine(config)
-        self.engine.vectors = vectors if vectors is not None else open_vectors(config)
+        self.cache_problem = cache_dir_problem(config)
+        if vectors is None and self.cache_problem is None:
+            vectors = open_vectors(config)
+        self.engine.vectors = vectors
+        self._socket_chosen = socket_path is not None or config.socket is not None
         self.socket_path = socket_path or config.socket or default_socket_path(config)
         self.force_polling = config.poll if force_polling is None else force_polling
         self.safety_rescan_s = safety_rescan_s
@@ -112,7 +117,12 @@ class Daemon:
         self.server = Server(
             self.socket_path,
             self,
-            max_request_bytes=config.max_request_bytes,
+            limits=Limits(
+                max_request_bytes=config.max_request_bytes,
+                max_buffered_bytes=config.max_buffered_bytes,
+                max_connections=config.max_connections,
+                idle_timeout_s=config.idle_timeout_s,
+            ),
             after_reply=self._after_reply,
         )
 
@@ -120,16 +130,21 @@ class Daemon:
 
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT or ``shutdown``; clean up and return 0."""
+        for warning in self.config.warnings:
+            log.warning("config: %s", warning)
+        self._prepare_cache_dir()
         check_socket_path(self.socket_path)
-        if self.cache_refusal is None:
-            ensure_cache_dir(self.config)
-        else:
-            log.warning("%s", self.cache_refusal)
         parent = self.socket_path.parent
-        if parent == self.config.cache_path and self.cache_refusal is None:
+        if parent == self.config.cache_path:
             os.chmod(parent, 0o700)  # the cache dir holds this host's socket: private
         elif not parent.exists():
-            private_dir(parent)  # ours to create; an existing dir (/tmp) is left as it is
+            try:
+                private_dir(parent)  # ours to create; an existing dir (/tmp) is left as it is
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"cannot create the socket {str(self.socket_path)!r}: {exc.message} "
+                    "(choose another path with --socket PATH)"
+                ) from None
         info = LockInfo(
             os.getpid(), str(self.socket_path), host_tag(), str(self.config.vault), self.started_at
         )
@@ -170,6 +185,27 @@ class Daemon:
             os.close(self._wake_w)
         log.info("stopped")
         return 0
+
+    def _prepare_cache_dir(self) -> None:
+        """Create the cache dir; when that fails, serve without caches (BM25 needs none),
+        with the socket in the private runtime dir unless the user chose one."""
+        try:
+            ensure_cache_dir(self.config)
+        except OSError as exc:
+            self.cache_problem = self.cache_problem or (
+                f"cannot use the cache directory {str(self.config.cache_path)!r}: "
+                f"{exc.strerror or exc}"
+            )
+        if self.cache_problem is None:
+            return
+        log.warning("%s; serving without caches (BM25 only, nothing written)", self.cache_problem)
+        if self.engine.vectors is not None:
+            self.engine.vectors.close()
+            self.engine.vectors = None
+        if not self._socket_chosen and self.socket_path.parent == self.config.cache_path:
+            self.socket_path = runtime_dir() / f"{vault_key(self.config)}.sock"
+            self.server.path = self.socket_path
+            private_dir(self.socket_path.parent)
 
     def _install_signals(self) -> dict[int, object]:
         if threading.current_thread() is not threading.main_thread():
@@ -401,6 +437,12 @@ class Daemon:
                     for p, r in sorted({**engine.skipped, **engine.linked_dirs}.items())
                 ],
                 "warnings": engine.warnings(),
+                "config_warnings": list(self.config.warnings),
+                "cache": {
+                    "path": str(self.config.cache_path),
+                    "usable": self.cache_problem is None,
+                    "problem": self.cache_problem,
+                },
                 "unresolved_links": self._unresolved_count(),
                 "generation": engine.generation,
                 "last_change_at": engine.last_change_at,
@@ -411,13 +453,9 @@ class Daemon:
             watcher=self.watcher.kind,
             uptime_s=round(time.monotonic() - self._started_mono, 3),
             connections=self.server.connection_count(),
+            socket_limits=self.server.stats(),
             safety_rescan_s=self.safety_rescan_s,
             vectors=self._vectors_status(),
-            cache={
-                "path": str(self.config.cache_path),
-                "usable": self.cache_refusal is None,
-                "reason": self.cache_refusal,
-            },
         )
         return result
 

@@ -5,7 +5,11 @@ request line, encoding results and error objects, and the standard error codes. 
 and no engine here, so every rule of the wire format is unit-testable in isolation.
 
 Batch arrays are not supported: a line holding a JSON array is answered with one
-``-32600 invalid request`` error (see docs/protocol.md).
+``-32600 invalid request`` error (see docs/protocol.md). A request nested deeper than
+``MAX_DEPTH`` levels is a ``-32700`` parse error, decided before anything walks it, so no
+input can exhaust the recursion limit of a connection thread. ``NaN`` and ``Infinity``
+literals parse (Python's json accepts them); each method's validation refuses them with
+``-32602`` naming the field.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+SERVER_BUSY = -32000  # implementation-defined server error: limits (connections, buffers)
+
+MAX_DEPTH = 32  # a query needs 3 levels; nothing legitimate comes near this
 
 RequestId = int | str | None
 Params = dict[str, object]
@@ -70,11 +77,39 @@ def _valid_id(value: object) -> bool:
     return value is None or isinstance(value, str) or (type(value) is int)
 
 
+def nesting_depth(line: bytes, limit: int = MAX_DEPTH) -> int:
+    """How deep ``[``/``{`` nest in ``line`` outside strings, counting no further than
+    ``limit + 1`` (linear, no recursion: it runs before the JSON parser may recurse)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return deepest
+
+
 def decode_request(line: bytes) -> Request:
     """Parse and validate one request line; raises :class:`ProtocolError` with the code."""
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and nesting_depth(line) > MAX_DEPTH:
+        raise ProtocolError(PARSE_ERROR, f"parse error: JSON nested deeper than {MAX_DEPTH} levels")
     try:
         obj = json.loads(line)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         detail = (
             f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else exc
         )

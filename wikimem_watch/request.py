@@ -1,7 +1,13 @@
-"""The query request: one validated shape for the CLI, the socket and the Python API."""
+"""The query request: one validated shape for the CLI, the socket and the Python API.
+
+Every number is checked here, at the edge: a type, a finite value (JSON from Python may
+carry ``NaN`` and ``Infinity``, which would poison the score fusion) and a range. A bad
+field is a :class:`BadRequest` (``-32602``) naming the field and the expected shape.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -10,6 +16,11 @@ from .errors import BadRequest
 
 KINDS = ("diary", "wiki")
 WEIGHT_KEYS = ("bm25", "vector", "recency", "previous")
+MAX_K = 1000
+MAX_BUDGET_TOKENS = 10_000_000
+MAX_HALF_LIFE_DAYS = 365_000.0  # a thousand years: longer is "no decay", say so with weight 0
+MAX_WEIGHT = 1_000_000.0
+MAX_TEXT_CHARS = 100_000  # q, tz and time expressions: a question, not a document
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +52,12 @@ class QueryRequest:
             raise BadRequest(f"unknown query field(s): {', '.join(sorted(unknown))}")
         q = data.get("q")
         if not isinstance(q, str):
-            raise BadRequest(f'"q" must be a string, got {q!r}')
+            raise BadRequest(f'"q" must be a string, got {_short(q)}')
+        if len(q) > MAX_TEXT_CHARS:
+            raise BadRequest(f'"q" is {len(q)} characters; at most {MAX_TEXT_CHARS} are accepted')
         return cls(
             q=q,
-            k=_int(data, "k", 10, lo=1, hi=1000),
+            k=_int(data, "k", 10, lo=1, hi=MAX_K),
             kinds=_kinds(data.get("kinds")),
             paths=_strs(data, "paths"),
             tags=tuple(t.lstrip("#") for t in _strs(data, "tags")),
@@ -53,20 +66,20 @@ class QueryRequest:
             tz=_opt_str(data, "tz"),
             parse_time=_bool(data, "parse_time", True),
             expand_links=_bool(data, "expand_links", True),
-            budget_tokens=_opt_int(data, "budget_tokens"),
+            budget_tokens=_opt_int(data, "budget_tokens", hi=MAX_BUDGET_TOKENS),
             explain=_bool(data, "explain", False),
             weights=_weights(data.get("weights")),
-            half_life_days=_opt_pos_float(data, "half_life_days"),
+            half_life_days=_opt_pos_float(data, "half_life_days", hi=MAX_HALF_LIFE_DAYS),
         )
 
 
 def parse_date(value: object, field: str) -> date:
     if not isinstance(value, str):
-        raise BadRequest(f"{field}: expected a date 'YYYY-MM-DD', got {value!r}")
+        raise BadRequest(f"{field}: expected a date 'YYYY-MM-DD', got {_short(value)}")
     try:
         return date.fromisoformat(value.strip()[:10])
     except ValueError:
-        raise BadRequest(f"{field}: {value!r} is not a date; expected 'YYYY-MM-DD'") from None
+        raise BadRequest(f"{field}: {_short(value)} is not a date; expected 'YYYY-MM-DD'") from None
 
 
 def parse_time_range_field(value: object) -> tuple[date, date] | str | None:
@@ -79,11 +92,14 @@ def parse_time_range_field(value: object) -> tuple[date, date] | str | None:
             return _pair(parse_date(start, "time_range"), parse_date(end, "time_range"))
         if not value.strip():
             raise BadRequest("time_range: empty string; give [start, end] or an expression")
+        if len(value) > MAX_TEXT_CHARS:
+            raise BadRequest(f"time_range: an expression of at most {MAX_TEXT_CHARS} characters")
         return value
     if isinstance(value, list | tuple) and len(value) == 2:
         return _pair(parse_date(value[0], "time_range"), parse_date(value[1], "time_range"))
     raise BadRequest(
-        f"time_range: expected [start, end] dates, 'START..END' or an expression, got {value!r}"
+        "time_range: expected [start, end] dates, 'START..END' or an expression, "
+        f"got {_short(value)}"
     )
 
 
@@ -97,49 +113,72 @@ def _now(value: object) -> datetime | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise BadRequest(f"now: expected an ISO-8601 date-time string, got {value!r}")
+        raise BadRequest(f"now: expected an ISO-8601 date-time string, got {_short(value)}")
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise BadRequest(f"now: {value!r} is not ISO-8601 (e.g. 2026-07-24T15:00)") from None
+        raise BadRequest(f"now: {_short(value)} is not ISO-8601 (e.g. 2026-07-24T15:00)") from None
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """``repr`` of a bad value, cut so an error message never echoes a megabyte back."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+def _is_number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float)
 
 
 def _int(data: Mapping[str, object], key: str, default: int, lo: int, hi: int) -> int:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise BadRequest(f"{key}: expected an integer in [{lo}, {hi}], got {value!r}")
+        raise BadRequest(f"{key}: expected an integer in [{lo}, {hi}], got {_short(value)}")
     return value
 
 
-def _opt_int(data: Mapping[str, object], key: str) -> int | None:
+def _opt_int(data: Mapping[str, object], key: str, hi: int) -> int | None:
     value = data.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BadRequest(f"{key}: expected a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
+        raise BadRequest(f"{key}: expected an integer in [1, {hi}], got {_short(value)}")
     return value
 
 
-def _opt_pos_float(data: Mapping[str, object], key: str) -> float | None:
+def finite_number(value: object, field: str, lo: float, hi: float, *, lo_open: bool) -> float:
+    """``value`` as a float in ``(lo, hi]`` (``lo_open``) or ``[lo, hi]``; NaN and ±inf are
+    refused by name: JSON has no such numbers and they would poison every score."""
+    low = "(" if lo_open else "["
+    shape = f"a finite number in {low}{lo:g}, {hi:g}]"
+    if not _is_number(value):
+        raise BadRequest(f"{field}: expected {shape}, got {_short(value)}")
+    number = float(value)  # type: ignore[arg-type]  # _is_number checked int | float
+    if not math.isfinite(number):
+        raise BadRequest(f"{field}: expected {shape}, got {number!r} (NaN/Infinity are refused)")
+    if number < lo or (lo_open and number == lo) or number > hi:
+        raise BadRequest(f"{field}: expected {shape}, got {_short(value)}")
+    return number
+
+
+def _opt_pos_float(data: Mapping[str, object], key: str, hi: float) -> float | None:
     value = data.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise BadRequest(f"{key}: expected a positive number, got {value!r}")
-    return float(value)
+    return finite_number(value, key, 0.0, hi, lo_open=True)
 
 
 def _bool(data: Mapping[str, object], key: str, default: bool) -> bool:
     value = data.get(key, default)
     if not isinstance(value, bool):
-        raise BadRequest(f"{key}: expected true or false, got {value!r}")
+        raise BadRequest(f"{key}: expected true or false, got {_short(value)}")
     return value
 
 
 def _opt_str(data: Mapping[str, object], key: str) -> str | None:
     value = data.get(key)
     if value is not None and not isinstance(value, str):
-        raise BadRequest(f"{key}: expected a string, got {value!r}")
+        raise BadRequest(f"{key}: expected a string, got {_short(value)}")
     return value
 
 
@@ -151,7 +190,7 @@ def _strs(data: Mapping[str, object], key: str) -> tuple[str, ...]:
         return (value,)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise BadRequest(f"{key}: expected a string or a list of strings, got {value!r}")
+    raise BadRequest(f"{key}: expected a string or a list of strings, got {_short(value)}")
 
 
 def _kinds(value: object) -> tuple[str, ...]:
@@ -159,7 +198,7 @@ def _kinds(value: object) -> tuple[str, ...]:
         return KINDS
     kinds = (value,) if isinstance(value, str) else value
     if not isinstance(kinds, list | tuple) or not kinds or not all(k in KINDS for k in kinds):
-        raise BadRequest(f"kinds: expected a list drawn from {list(KINDS)}, got {value!r}")
+        raise BadRequest(f"kinds: expected a list drawn from {list(KINDS)}, got {_short(value)}")
     return tuple(kinds)
 
 
@@ -168,17 +207,15 @@ def _weights(value: object) -> dict[str, float] | None:
         return None
     if not isinstance(value, Mapping):
         raise BadRequest(
-            f"weights: expected an object like {{'bm25': 1, 'recency': 0.1}}, got {value!r}"
+            f"weights: expected an object like {{'bm25': 1, 'recency': 0.1}}, got {_short(value)}"
         )
     out: dict[str, float] = {}
     for key, w in value.items():
         if key not in WEIGHT_KEYS:
             raise BadRequest(
-                f"weights: unknown signal {key!r}; expected one of {', '.join(WEIGHT_KEYS)}"
+                f"weights: unknown signal {_short(key)}; expected one of {', '.join(WEIGHT_KEYS)}"
             )
-        if isinstance(w, bool) or not isinstance(w, int | float) or w < 0:
-            raise BadRequest(f"weights.{key}: expected a number >= 0, got {w!r}")
-        out[key] = float(w)
+        out[key] = finite_number(w, f"weights.{key}", 0.0, MAX_WEIGHT, lo_open=False)
     if out.get("bm25", 1.0) <= 0:
         raise BadRequest("weights.bm25 must be > 0: BM25 is never switched off")
     return out

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config, cache_dir_refusal
+from .config import Config, cache_dir_problem
 from .errors import ConfigError
 
 # sun_path is 108 bytes on Linux and 104 on macOS/BSD, both including the trailing NUL.
@@ -71,7 +71,7 @@ def private_dir(path: Path) -> Path:
 def default_socket_path(config: Config) -> Path:
     """The socket a daemon for this vault listens on when no ``--socket`` is given."""
     preferred = config.cache_path / f"daemon-{host_tag()}.sock"
-    usable = cache_dir_refusal(config) is None
+    usable = cache_dir_problem(config) is None
     if usable and len(os.fsencode(preferred)) <= AF_UNIX_MAX_BYTES:
         return preferred
     return runtime_dir() / f"{vault_key(config)}.sock"
@@ -240,11 +240,12 @@ def _same_file(fd: int, path: Path) -> bool:
 def ensure_cache_dir(config: Config) -> None:
     """Create the cache dir with a ``.gitignore`` of ``*`` (it is derived, per machine).
 
-    Raises :class:`ConfigError` when the cache dir must not be used (``cache_dir_refusal``).
+    Raises OSError when it cannot be created or written (the daemon then serves without
+    caches) and when it must not be used (:func:`~wikimem_watch.config.cache_dir_problem`).
     """
-    refusal = cache_dir_refusal(config)
-    if refusal is not None:
-        raise ConfigError(refusal)
+    problem = cache_dir_problem(config)
+    if problem is not None:
+        raise OSError(errno.ELOOP, problem)
     cache = config.cache_path
     cache.mkdir(parents=True, exist_ok=True)
     ignore = cache / ".gitignore"

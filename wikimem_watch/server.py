@@ -1,13 +1,25 @@
 """The daemon's Unix socket: accepting clients, line framing, and the method table.
 
 One thread per connection reads request lines, dispatches each to a method, and writes one
-response line (none for a notification). A connection never blocks another: reads wait
-only on their own socket, writes time out (a client that stops reading is dropped), and
-methods hold the engine lock only while they read it. A line longer than
-``max_request_bytes`` gets a ``-32600`` error and its connection is closed.
+response line (none for a notification). A connection never blocks another, and no client
+(or crowd of clients) can lock the others out:
 
-The methods are thin: they validate params and call the engine, ``run_query`` or the
-daemon (:class:`Service`). ``METHODS`` is the table docs/protocol.md must cover.
+- reads wait only on their own socket, and at most ``idle_timeout_s`` since the
+  connection's last complete request (a silent socket, or one trickling a partial line, is
+  closed; a connection marked ``idle_exempt`` — a future ``subscribe`` — is kept);
+- writes time out (a client that stops reading is dropped);
+- at ``max_connections`` a newcomer is admitted by closing the connection idle the longest
+  (never one in the middle of a request); only when every connection is busy is the
+  newcomer refused with ``-32000``, and busy connections finish, so it never lasts;
+- a line longer than ``max_request_bytes`` gets ``-32600`` and its connection is closed,
+  and the unfinished lines held across *all* connections are bounded by
+  ``max_buffered_bytes`` (the connection that would pass it gets ``-32000`` and is closed);
+- the listen backlog is ``LISTEN_BACKLOG``, so a burst of connects queues instead of
+  failing with ``EAGAIN``.
+
+Methods hold the engine lock only while they read it. They are thin: they validate params
+and call the engine, ``run_query`` or the daemon (:class:`Service`). ``METHODS`` is the
+table docs/protocol.md must cover.
 """
 
 from __future__ import annotations
@@ -19,7 +31,9 @@ import selectors
 import socket
 import stat
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError, WatchError
@@ -27,26 +41,34 @@ from .methods import METHODS, Service, dispatch
 from .protocol import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    SERVER_BUSY,
     ProtocolError,
     decode_request,
     encode_error,
     encode_result,
 )
 
-__all__ = ["METHODS", "Server", "Service", "handle_line"]
+__all__ = ["METHODS", "Connection", "Limits", "Server", "Service", "handle_line"]
 
 log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 256
+IDLE_TIMEOUT_S = 60.0
 WRITE_TIMEOUT_S = 10.0
+LISTEN_BACKLOG = 1024  # the kernel caps it at net.core.somaxconn
 
 
 def handle_line(service: Service, line: bytes) -> tuple[bytes | None, str | None]:
-    """Answer one request line: (response line or None for a notification, method run)."""
+    """Answer one request line: (response line or None for a notification, method run).
+
+    Never raises for anything a client sends: a bug is logged and answered ``-32603``."""
     try:
         request = decode_request(line)
     except ProtocolError as exc:
         return encode_error(exc.request_id, exc.code, exc.message), None
+    except Exception:
+        log.exception("internal error decoding a request line")
+        return encode_error(None, INTERNAL_ERROR, "internal error reading the request"), None
     try:
         result = dispatch(service, request.method, request.params)
         reply = encode_result(request.id, result)
@@ -62,6 +84,29 @@ def handle_line(service: Service, line: bytes) -> tuple[bytes | None, str | None
     return (None if request.notification else reply), request.method
 
 
+@dataclass(slots=True, eq=False)
+class Connection:
+    """One client's bookkeeping: what eviction, the idle timeout and the byte budget read."""
+
+    sock: socket.socket
+    last_active: float  # monotonic time of the connect or of the last complete request
+    busy: bool = False  # answering a request now: never evicted
+    idle_exempt: bool = False  # e.g. a subscription: silent by design, never timed out
+    evicted: bool = False
+    held: int = 0  # bytes of an unfinished line, charged to max_buffered_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The socket's resource limits (all from the user's config; see config.py)."""
+
+    max_request_bytes: int = 1024 * 1024
+    max_buffered_bytes: int = 32 * 1024 * 1024
+    max_connections: int = MAX_CONNECTIONS
+    idle_timeout_s: float = IDLE_TIMEOUT_S  # 0: never
+    write_timeout_s: float = WRITE_TIMEOUT_S
+
+
 class Server:
     """A listening Unix socket serving :func:`handle_line` to many clients at once."""
 
@@ -70,21 +115,22 @@ class Server:
         path: Path,
         service: Service,
         *,
-        max_request_bytes: int = 1024 * 1024,
-        write_timeout_s: float = WRITE_TIMEOUT_S,
+        limits: Limits | None = None,
         after_reply: Callable[[str], None] | None = None,
     ) -> None:
         self.path = path
         self.service = service
-        self.max_request_bytes = max_request_bytes
-        self.write_timeout_s = write_timeout_s
+        self.limits = limits or Limits()
         self.after_reply = after_reply
         self._listener: socket.socket | None = None
         self._wake_r, self._wake_w = os.pipe()
-        self._conns: dict[int, tuple[socket.socket, threading.Thread]] = {}
+        self._conns: dict[Connection, threading.Thread] = {}
         self._conns_lock = threading.Lock()
+        self._buffered = 0  # bytes of unfinished lines across connections
         self._accept_thread: threading.Thread | None = None
         self._closed = False
+        self.evictions = 0
+        self.refusals = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -97,11 +143,14 @@ class Server:
             sock.bind(os.fspath(self.path))
         except OSError as exc:
             sock.close()
-            raise ConfigError(f"cannot listen on {str(self.path)!r}: {exc.strerror}") from None
+            raise ConfigError(
+                f"cannot listen on {str(self.path)!r}: {exc.strerror} "
+                "(choose another path with --socket PATH or WIKIMEM_SOCK)"
+            ) from None
         finally:
             os.umask(old_umask)
         os.chmod(self.path, 0o600)
-        sock.listen(64)
+        sock.listen(LISTEN_BACKLOG)
         self._listener = sock
 
     def start(self) -> None:
@@ -122,20 +171,32 @@ class Server:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
         with self._conns_lock:
-            conns = list(self._conns.values())
+            conns = list(self._conns.items())
         for conn, _ in conns:
             with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RD)
+                conn.sock.shutdown(socket.SHUT_RD)
         for conn, thread in conns:
             thread.join(timeout=2)
             with contextlib.suppress(OSError):
-                conn.close()
+                conn.sock.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
 
     def connection_count(self) -> int:
         with self._conns_lock:
             return len(self._conns)
+
+    def stats(self) -> dict[str, object]:
+        """Connections, buffered bytes and what the limits did, for ``status``."""
+        with self._conns_lock:
+            return {
+                "open": len(self._conns),
+                "buffered_bytes": self._buffered,
+                "evicted_idle": self.evictions,
+                "refused_busy": self.refusals,
+                "max_connections": self.limits.max_connections,
+                "idle_timeout_s": self.limits.idle_timeout_s,
+            }
 
     # -------------------------------------------------------------------- serving
 
@@ -149,39 +210,79 @@ class Server:
                     if key.fileobj == self._wake_r:
                         return
                     try:
-                        conn, _addr = self._listener.accept()
+                        sock, _addr = self._listener.accept()
                     except (BlockingIOError, InterruptedError):
                         continue
-                    self._admit(conn)
+                    except OSError as exc:  # EMFILE and friends: keep the loop alive
+                        log.warning("accept failed: %s", exc)
+                        time.sleep(0.05)
+                        continue
+                    self._admit(sock)
 
-    def _admit(self, conn: socket.socket) -> None:
+    def _admit(self, sock: socket.socket) -> None:
+        conn = Connection(sock, time.monotonic())
         with self._conns_lock:
-            if len(self._conns) >= MAX_CONNECTIONS:
-                self._send(conn, encode_error(None, -32000, "too many connections; retry later"))
-                conn.close()
-                return
-            thread = threading.Thread(
-                target=self._serve_conn, args=(conn,), name=f"conn-{conn.fileno()}", daemon=True
-            )
-            self._conns[conn.fileno()] = (conn, thread)
+            live = [c for c in self._conns if not c.evicted]
+            if len(live) >= self.limits.max_connections and not self._evict_idlest(live):
+                self.refusals += 1
+                refused = True
+            else:
+                refused = False
+                thread = threading.Thread(
+                    target=self._serve_conn, args=(conn,), name="conn", daemon=True
+                )
+                self._conns[conn] = thread
+        if refused:
+            msg = "too many connections, all busy; retry shortly"
+            _send_nowait(sock, encode_error(None, SERVER_BUSY, msg))
+            sock.close()
+            return
         thread.start()
 
-    def _serve_conn(self, conn: socket.socket) -> None:
-        key = conn.fileno()
+    def _evict_idlest(self, live: list[Connection]) -> bool:
+        """Close the connection idle the longest (never a busy or exempt one); under lock."""
+        idle = [c for c in live if not c.busy and not c.idle_exempt]
+        if not idle:
+            return False
+        victim = min(idle, key=lambda c: c.last_active)
+        victim.evicted = True
+        self.evictions += 1
+        msg = "closing the connection idle the longest: the daemon is at max_connections"
+        _send_nowait(victim.sock, encode_error(None, SERVER_BUSY, msg))
+        with contextlib.suppress(OSError):
+            victim.sock.shutdown(socket.SHUT_RDWR)  # its thread sees EOF and cleans up
+        return True
+
+    def _serve_conn(self, conn: Connection) -> None:
         try:
             self._converse(conn)
         except OSError as exc:
             log.debug("client connection closed: %s", exc)
         finally:
             with self._conns_lock:
-                self._conns.pop(key, None)
+                self._conns.pop(conn, None)
+                self._buffered -= conn.held
+                conn.held = 0
             with contextlib.suppress(OSError):
-                conn.close()
+                conn.sock.close()
 
-    def _converse(self, conn: socket.socket) -> None:
+    def _recv(self, conn: Connection) -> bytes | None:
+        """The next chunk; None when the connection has been idle past its timeout."""
+        timeout: float | None = None
+        if self.limits.idle_timeout_s > 0 and not conn.idle_exempt:
+            timeout = conn.last_active + self.limits.idle_timeout_s - time.monotonic()
+            if timeout <= 0:
+                return None
+        conn.sock.settimeout(timeout)
+        try:
+            return conn.sock.recv(65536)
+        except TimeoutError:
+            return None
+
+    def _converse(self, conn: Connection) -> None:
         buf = bytearray()
         scanned = 0
-        limit = self.max_request_bytes
+        limit = self.limits.max_request_bytes
         while True:
             nl = buf.find(b"\n", scanned)
             if nl < 0:
@@ -189,7 +290,12 @@ class Server:
                 if len(buf) > limit:
                     self._too_long(conn)
                     return
-                chunk = conn.recv(65536)
+                if not self._charge(conn, len(buf)):
+                    return
+                chunk = self._recv(conn)
+                if chunk is None:
+                    log.debug("closing a connection idle for %.0fs", self.limits.idle_timeout_s)
+                    return
                 if not chunk:
                     return
                 buf += chunk
@@ -202,34 +308,74 @@ class Server:
                 return
             if not line.strip():
                 continue
-            reply, method = handle_line(self.service, line)
-            if reply is not None and not self._send(conn, reply):
+            if not self._answer(conn, line):
                 return
+
+    def _answer(self, conn: Connection, line: bytes) -> bool:
+        """Run one request line and send its reply; False when the client is gone."""
+        with self._conns_lock:
+            if conn.evicted:
+                return False
+            conn.busy = True
+        try:
+            reply, method = handle_line(self.service, line)
+            if reply is not None and not self._send(conn.sock, reply):
+                return False
             if method is not None and self.after_reply is not None:
                 self.after_reply(method)
+            return True
+        finally:
+            with self._conns_lock:
+                conn.busy = False
+                conn.last_active = time.monotonic()
 
-    def _too_long(self, conn: socket.socket) -> None:
-        msg = f"request line longer than max_request_bytes ({self.max_request_bytes}); closing"
-        self._send(conn, encode_error(None, INVALID_REQUEST, msg))
+    def _charge(self, conn: Connection, held: int) -> bool:
+        """Account ``held`` unfinished bytes to ``conn``; False (answered) when over budget."""
+        with self._conns_lock:
+            self._buffered += held - conn.held
+            conn.held = held
+            total = self._buffered
+        if total <= self.limits.max_buffered_bytes:
+            return True
+        msg = (
+            f"the daemon holds {total} bytes of unfinished request lines across connections "
+            f"(max_buffered_bytes {self.limits.max_buffered_bytes}); closing this one"
+        )
+        self._send(conn.sock, encode_error(None, SERVER_BUSY, msg))
+        return False
 
-    def _send(self, conn: socket.socket, data: bytes) -> bool:
+    def _too_long(self, conn: Connection) -> None:
+        limit = self.limits.max_request_bytes
+        msg = f"request line longer than max_request_bytes ({limit}); closing"
+        self._send(conn.sock, encode_error(None, INVALID_REQUEST, msg))
+
+    def _send(self, sock: socket.socket, data: bytes) -> bool:
         """Write one reply; a client that does not read within the timeout is dropped."""
         try:
-            conn.settimeout(self.write_timeout_s)
-            conn.sendall(data)
-            conn.settimeout(None)
+            sock.settimeout(self.limits.write_timeout_s)
+            sock.sendall(data)
             return True
         except (TimeoutError, OSError) as exc:
             log.info("dropping a client that does not read its replies: %s", exc)
             return False
 
 
+def _send_nowait(sock: socket.socket, data: bytes) -> None:
+    """Best-effort notice to a socket we are about to close (never blocks the caller)."""
+    with contextlib.suppress(OSError):
+        sock.send(data, socket.MSG_DONTWAIT)
+
+
 def _remove_stale_socket(path: Path) -> None:
     """Unlink a socket nobody listens on; refuse a live socket or a non-socket file."""
     try:
         st = path.lstat()
-    except FileNotFoundError:
-        return
+    except (FileNotFoundError, NotADirectoryError):
+        return  # nothing there; bind() reports a path it cannot use
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot use socket path {str(path)!r}: {exc.strerror} (choose another --socket)"
+        ) from None
     if not stat.S_ISSOCK(st.st_mode):
         raise ConfigError(f"{str(path)!r} exists and is not a socket; refusing to replace it")
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

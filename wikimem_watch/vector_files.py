@@ -7,6 +7,12 @@ matrix row) plus the ``.npy`` float32 matrix its header names and checksums. The
 Writers are atomic (temp file, fsync, rename; the matrix before the keys file, which is
 the commit point). Readers raise ``ValueError`` naming what is torn; the cache drops that
 group. ``vectors.py`` decides what to load, keep and delete.
+
+The header keeps the wikimem library's fields (``vectors_file``, ``model``, ``dim``) and adds
+``rows``, a whole-file ``sha256`` and, since format 2, ``block_sha256``: one checksum per
+``block_rows`` rows of the matrix. When the whole-file checksum fails, each block is checked
+on its own, so one bad byte costs the rows of its block (re-embedded), not the whole group.
+Rows that are not finite (NaN, ±inf) are never trusted either.
 """
 
 from __future__ import annotations
@@ -28,9 +34,11 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     FloatMatrix = npt.NDArray[np.float32]
+    BoolArray = npt.NDArray[np.bool_]
 
 KEYS_FILE = "vectors.keys.jsonl"
-FORMAT = 1
+FORMAT = 2
+BLOCK_ROWS = 256
 ORPHAN_GRACE_S = 3600.0  # a synced-in half segment may wait this long for its other half
 BASE_NPY = re.compile(r"vectors-(\d{6})\.npy")
 SEG_KEYS = re.compile(r"seg-[0-9a-f]{16}\.keys\.jsonl")
@@ -91,14 +99,20 @@ def write_group(
     spans: list[Span],
     matrix: FloatMatrix,
 ) -> None:
-    """Write the matrix, then its keys file (header: file name, fingerprint, dim, checksum)."""
+    """Write the matrix, then its keys file (header: file name, fingerprint, dim, checksums)."""
+    import numpy as np
+
     npy = npy_bytes(matrix)
+    raw = np.ascontiguousarray(matrix, dtype=np.float32).tobytes()
+    step = BLOCK_ROWS * int(matrix.shape[1]) * 4
     header = {
         "vectors_file": npy_path.name,
         **fingerprint,
         "dim": int(matrix.shape[1]),
         "rows": int(matrix.shape[0]),
         "sha256": hashlib.sha256(npy).hexdigest(),
+        "block_rows": BLOCK_ROWS,
+        "block_sha256": [_block_sum(raw[i : i + step]) for i in range(0, len(raw), step)],
         "format": FORMAT,
     }
     lines = [json.dumps(header, ensure_ascii=False)]
@@ -133,24 +147,74 @@ def read_keys(keys_path: Path, npy_name: re.Pattern[str]) -> tuple[dict[str, obj
     return header, spans
 
 
-def read_matrix(npy_path: Path, header: Mapping[str, object]) -> FloatMatrix:
-    """Load the matrix a header names, checking checksum, dtype and shape (ValueError)."""
+def _block_sum(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def read_matrix(npy_path: Path, header: Mapping[str, object]) -> tuple[FloatMatrix, BoolArray]:
+    """Load the matrix a header names and which of its rows can be trusted.
+
+    The whole-file checksum passing trusts every finite row. Failing it, a format-2 header's
+    per-block checksums decide block by block; without them the group is dropped. Raises
+    ValueError when nothing can be trusted (unreadable, wrong shape, no block checksums).
+    """
     import numpy as np
 
     try:
         data = npy_path.read_bytes()
     except OSError as exc:
         raise ValueError(f"matrix file unreadable: {exc}") from exc
-    if hashlib.sha256(data).hexdigest() != header.get("sha256"):
+    if hashlib.sha256(data).hexdigest() == header.get("sha256"):
+        try:
+            matrix = np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise ValueError(f"{npy_path.name} is not a valid .npy: {exc}") from exc
+        if matrix.dtype != np.float32 or matrix.shape != (header["rows"], header["dim"]):
+            raise ValueError(f"{npy_path.name} has shape {matrix.shape} {matrix.dtype}")
+        out: FloatMatrix = matrix
+        good: BoolArray = np.asarray(np.isfinite(out).all(axis=1), dtype=bool)
+        return out, good
+    sums = header.get("block_sha256")
+    if not isinstance(sums, list):
         raise ValueError(f"{npy_path.name} checksum differs (torn, or replaced by a sync)")
+    return _trusted_blocks(npy_path.name, data, header, sums)
+
+
+def _trusted_blocks(
+    name: str, data: bytes, header: Mapping[str, object], sums: list[object]
+) -> tuple[FloatMatrix, BoolArray]:
+    """The rows of the blocks whose checksum still matches (the rest zero, untrusted)."""
+    import numpy as np
+
+    rows, dim, block = header.get("rows"), header.get("dim"), header.get("block_rows")
+    if not (isinstance(rows, int) and isinstance(dim, int) and isinstance(block, int)):
+        raise ValueError(f"{name}: header lacks rows, dim or block_rows")
+    if block < 1 or dim < 1 or rows < 0 or len(sums) != -(-rows // block):
+        raise ValueError(f"{name}: header block checksums do not fit its rows")
+    fh = io.BytesIO(data)
     try:
-        matrix = np.load(io.BytesIO(data), allow_pickle=False)
+        version = np.lib.format.read_magic(fh)
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, fortran, dtype = read_header(fh)
     except (ValueError, OSError, EOFError) as exc:
-        raise ValueError(f"{npy_path.name} is not a valid .npy: {exc}") from exc
-    if matrix.dtype != np.float32 or matrix.shape != (header["rows"], header["dim"]):
-        raise ValueError(f"{npy_path.name} has shape {matrix.shape} {matrix.dtype}")
-    out: FloatMatrix = matrix
-    return out
+        raise ValueError(f"{name}: the .npy header is torn: {exc}") from exc
+    if shape != (rows, dim) or fortran or dtype != np.dtype("<f4"):
+        raise ValueError(f"{name} has shape {shape} {dtype}")
+    offset, step = fh.tell(), block * dim * 4
+    matrix = np.zeros((rows, dim), dtype=np.float32)
+    good = np.zeros(rows, dtype=bool)
+    for i, expected in enumerate(sums):
+        chunk = data[offset + i * step : offset + (i + 1) * step]
+        n = min(block, rows - i * block)
+        if len(chunk) == n * dim * 4 and _block_sum(chunk) == expected:
+            matrix[i * block : i * block + n] = np.frombuffer(chunk, "<f4").reshape(n, dim)
+            good[i * block : i * block + n] = True
+    good &= np.isfinite(matrix).all(axis=1)
+    return matrix, good
 
 
 def remove_stale(cache_dir: Path, keep: str) -> None:

@@ -1,25 +1,30 @@
 """Filling the vector cache: embed only the hashes it lacks, in the foreground or on a thread.
 
 ``VectorSync`` owns the embedding *work* (batching, chunking, periodic flushes, the background
-thread, progress, the resumable rebuild marker); ``VectorCache`` owns the files and the
-search. Queries never wait for a sync: embedding runs outside the cache lock.
+thread, progress, the resumable rebuild); ``VectorCache`` owns the files and the search.
+Queries never wait for a sync: embedding runs outside the cache lock.
+
+A rebuild never touches the working cache until it is complete: it fills a second cache in
+``<cache>/rebuild/`` (which survives an interruption, so re-issuing the rebuild resumes),
+then :meth:`VectorCache.adopt` swaps it in. An embedder that returns NaN or infinite values
+for a text has failed for that text: it is not stored, is warned about once, is counted in
+``status`` (``failed``) and is not retried until the next rebuild.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
+import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem_watch.config import Config, cache_dir_refusal
+from wikimem_watch.config import Config, cache_dir_problem
 from wikimem_watch.embedders import Embedder, EmbedError, chunk_text, make_embedder
 from wikimem_watch.models import Entry
-from wikimem_watch.vector_files import atomic_write
 from wikimem_watch.vectors import VectorCache
 
 if TYPE_CHECKING:
@@ -30,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTEXT",
-    "REBUILD_MARKER",
+    "REBUILD_DIR",
     "VectorService",
     "VectorSync",
     "embedding_text",
@@ -40,7 +45,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-REBUILD_MARKER = "vectors.rebuild.json"  # present while a rebuild is partway: re-issuing resumes
+REBUILD_DIR = "rebuild"  # a rebuild's new cache, beside the working one until it completes
 ProgressFn = Callable[[int, int], None]  # (done, total)
 
 
@@ -114,65 +119,98 @@ class VectorSync:
         self._busy = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failed: set[str] = set()  # hashes whose vectors came back non-finite
+        self._warned_nonfinite = False
+
+    @property
+    def failed(self) -> int:
+        """How many texts the embedder answered with non-finite vectors."""
+        return len(self._failed)
 
     def sync(self, entries: Mapping[str, str], *, rebuild: bool = False) -> int:
         """Embed the missing ``entries`` (hash → text); returns how many were embedded.
 
-        ``rebuild`` drops every vector file first, unless a rebuild with this fingerprint
-        was interrupted, which resumes instead. A "mismatch" cache makes no calls.
-        Raises EmbedError when the embedder fails (what was embedded is kept).
+        ``rebuild`` embeds everything again into ``<cache>/rebuild/`` (resuming one that was
+        interrupted) and swaps it in only once complete. A "mismatch" cache makes no calls
+        otherwise. Raises EmbedError when the embedder fails (what was embedded is kept).
         """
         with self._run_lock:
             cache = self.cache
             if cache.state == "off":  # never embed against an unread cache: it would redo all
                 cache.load()
-            marker = cache.cache_dir / REBUILD_MARKER
-            if rebuild and not _marker_matches(marker, cache.fingerprint):
-                cache.clear()
-                cache.ensure_dir()
-                atomic_write(marker, json.dumps(cache.fingerprint).encode())
+            if rebuild:
+                return self._rebuild(entries)
             todo = [] if cache.state == "mismatch" else cache.missing(entries)
-            self.pending = len(todo)
-            if not todo:
-                with contextlib.suppress(FileNotFoundError):
-                    marker.unlink()
-                return 0
-            cache.state = "embedding"
-            done = 0
-            buffer: dict[str, FloatMatrix] = {}
-            flushed_at = time.monotonic()
-            try:
-                for i in range(0, len(todo), self.batch_size):
-                    if self._stop.is_set():
-                        break
-                    batch = todo[i : i + self.batch_size]
-                    buffer.update(self._embed(batch, entries))
-                    done += len(batch)
-                    self.pending = len(todo) - done
-                    if (
-                        len(buffer) >= self.flush_rows
-                        or time.monotonic() - flushed_at >= self.flush_s
-                    ):
-                        cache.add(buffer)
-                        buffer, flushed_at = {}, time.monotonic()
-                    if self.on_progress is not None:
-                        self.on_progress(done, len(todo))
-            except EmbedError as exc:
-                self.last_error = cache.last_error = exc.message
-                cache.state = "error"
-                raise
-            finally:
-                cache.add(buffer)
-            cache.state = "ready"
-            self.last_error = None
-            if done == len(todo):
-                with contextlib.suppress(FileNotFoundError):
-                    marker.unlink()
-            if cache.needs_compaction(entries.keys()):
-                cache.compact(entries.keys())
+            done = self._fill(cache, todo, entries)
+            if done == len(todo) and cache.needs_compaction(entries.keys()):
+                try:
+                    cache.compact(entries.keys())
+                except OSError as exc:
+                    cache.last_error = f"cannot compact the vector cache: {exc}"
+                    log.warning("%s (vectors kept in memory)", cache.last_error)
             return done
 
+    def _rebuild(self, entries: Mapping[str, str]) -> int:
+        """Fill a fresh cache beside the working one; swap it in when complete."""
+        self._failed.clear()  # a rebuild gives every text another chance
+        staging = VectorCache(self.cache.cache_dir / REBUILD_DIR, self.cache.fingerprint)
+        staging.load()
+        if staging.state == "mismatch":  # an older rebuild for another model: start over
+            staging.clear()
+        todo = staging.missing(entries)
+        done = self._fill(staging, todo, entries)
+        if self._stop.is_set():
+            return done  # stopped: the staging dir keeps the work, a re-issue resumes
+        try:
+            self.cache.adopt(staging, entries.keys())
+        except OSError as exc:
+            raise EmbedError(f"cannot swap in the rebuilt vector cache: {exc}") from exc
+        with contextlib.suppress(OSError):
+            shutil.rmtree(staging.cache_dir)
+        self.last_error = None
+        return done
+
+    def _fill(self, target: VectorCache, todo: list[str], entries: Mapping[str, str]) -> int:
+        """Embed ``todo`` into ``target`` in batches, flushing segments as it goes."""
+        todo = [h for h in todo if h not in self._failed]
+        self.pending = len(todo)
+        if not todo:
+            return 0
+        report = self.cache  # status always reads the working cache
+        shown = report.state != "mismatch"  # a mismatch stays one until a rebuild swaps in
+        if shown:
+            report.state = "embedding"
+        done = 0
+        buffer: dict[str, FloatMatrix] = {}
+        flushed_at = time.monotonic()
+        try:
+            for i in range(0, len(todo), self.batch_size):
+                if self._stop.is_set():
+                    break
+                batch = todo[i : i + self.batch_size]
+                buffer.update(self._embed(batch, entries))
+                done += len(batch)
+                self.pending = len(todo) - done
+                if len(buffer) >= self.flush_rows or time.monotonic() - flushed_at >= self.flush_s:
+                    target.add(buffer)
+                    buffer, flushed_at = {}, time.monotonic()
+                if self.on_progress is not None:
+                    self.on_progress(done, len(todo))
+        except EmbedError as exc:
+            self.last_error = report.last_error = exc.message
+            if shown:
+                report.state = "error"
+            raise
+        finally:
+            target.add(buffer)
+        if shown:
+            report.state = "ready"
+        self.last_error = None
+        return done
+
     def _embed(self, batch: list[str], entries: Mapping[str, str]) -> dict[str, FloatMatrix]:
+        import numpy as np
+
         chunks = [chunk_text(entries[h], self.embedder.max_chars) for h in batch]
         flat = [c for cs in chunks for c in cs]
         vectors = self.embedder.embed_documents(flat)
@@ -183,8 +221,19 @@ class VectorSync:
         out: dict[str, FloatMatrix] = {}
         row = 0
         for h, cs in zip(batch, chunks, strict=True):
-            out[h] = vectors[row : row + len(cs)]
+            rows = vectors[row : row + len(cs)]
             row += len(cs)
+            if np.isfinite(rows).all():
+                out[h] = rows
+                continue
+            self._failed.add(h)  # a failed embedding: never stored, not retried
+            if not self._warned_nonfinite:
+                self._warned_nonfinite = True
+                log.warning(
+                    "%s returned NaN or infinite values; those texts are left out of the "
+                    "vector cache (BM25 still finds them)",
+                    self.embedder.name,
+                )
         return out
 
     # -- background ------------------------------------------------------------------------
@@ -219,6 +268,9 @@ class VectorSync:
                 self.sync(entries, rebuild=rebuild)
             except EmbedError as exc:
                 log.warning("embedding stopped: %s (BM25 keeps serving)", exc.message)
+            except OSError as exc:  # e.g. a read-only cache dir: vectors stay in memory
+                self.last_error = self.cache.last_error = f"vector cache not writable: {exc}"
+                log.warning("embedding stopped: %s (BM25 keeps serving)", self.last_error)
             except Exception as exc:  # a bug must not leave the state "embedding" forever
                 self.last_error = self.cache.last_error = f"{type(exc).__name__}: {exc}"
                 self.cache.state = "error"
@@ -246,13 +298,6 @@ class VectorSync:
             self._wake.notify_all()
         if self._thread is not None:
             self._thread.join(timeout_s)
-
-
-def _marker_matches(marker: Path, fingerprint: Mapping[str, object]) -> bool:
-    try:
-        return bool(json.loads(marker.read_text(encoding="utf-8")) == fingerprint)
-    except (OSError, ValueError):
-        return False
 
 
 class VectorService:
@@ -293,10 +338,15 @@ class VectorService:
         query = self._queries.get(text)
         if query is not None:
             return query
+        import numpy as np
+
         try:
             query = self.embedder.embed_query(text)
         except EmbedError as exc:
             self._warn_once(type(exc).__name__, f"query embedding failed, BM25 only: {exc.message}")
+            return None
+        if not np.isfinite(query).all():
+            self._warn_once("nonfinite", "the query vector is NaN or infinite: BM25 only")
             return None
         with self._queries_lock:
             if len(self._queries) >= 256:
@@ -318,7 +368,12 @@ class VectorService:
     def status(self) -> dict[str, object]:
         """Cache stats plus the sync's pending count; for the daemon's ``status``."""
         stats = self.cache.stats()
-        stats.update(embedder=self.embedder.name, pending=self.sync.pending, busy=self.sync.busy)
+        stats.update(
+            embedder=self.embedder.name,
+            pending=self.sync.pending,
+            busy=self.sync.busy,
+            failed=self.sync.failed,
+        )
         stats["last_error"] = self.sync.last_error or stats["last_error"]
         return stats
 
@@ -336,7 +391,7 @@ def open_vectors(config: Config) -> VectorService | None:
     "none" or the embedder cannot be made (one warning, and BM25 carries on)."""
     if config.embed == "none":
         return None
-    refusal = cache_dir_refusal(config)
+    refusal = cache_dir_problem(config)
     if refusal is not None:
         log.warning("embeddings off, BM25 only: %s", refusal)
         return None

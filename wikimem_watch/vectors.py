@@ -135,12 +135,20 @@ class VectorCache:
                 )
                 return "foreign"
             npy_path = self.cache_dir / str(header["vectors_file"])
-            matrix = read_matrix(npy_path, header)
+            matrix, good = read_matrix(npy_path, header)
             if self._dim and matrix.shape[1] != self._dim:
                 raise ValueError(f"dim {matrix.shape[1]} != {self._dim}")
         except ValueError as exc:
             self.dropped.append(f"{keys_path.name}: {exc}; its rows are treated as missing")
             return "dropped"
+        if not good.all():
+            kept = [sp for sp in spans if good[sp[1] : sp[1] + sp[2]].all()]
+            self.dropped.append(
+                f"{npy_path.name}: {int((~good).sum())} of {len(good)} rows failed their block "
+                f"checksum or are not finite; {len(spans) - len(kept)} texts are treated as "
+                "missing (re-embedded)"
+            )
+            spans = kept
         self._append(spans, matrix)
         self._disk_rows += matrix.shape[0]
         if keys_path.name == KEYS_FILE:
@@ -271,6 +279,10 @@ class VectorCache:
                 raise EmbedError("the vector cache holds another model's vectors; rebuild it")
             fresh = {h: np.atleast_2d(np.asarray(v, np.float32)) for h, v in items.items()}
             fresh = {h: v for h, v in fresh.items() if h not in self._hid and v.shape[0]}
+            bad = [h for h, v in fresh.items() if not np.isfinite(v).all()]
+            if bad:  # never stored: a NaN row would poison every cosine it meets
+                log.warning("vector cache: refused %d non-finite vectors", len(bad))
+                fresh = {h: v for h, v in fresh.items() if h not in bad}
             if not fresh:
                 return 0
             dims = {v.shape[1] for v in fresh.values()}
@@ -320,23 +332,50 @@ class VectorCache:
             spans = packed(
                 zip([self._hashes[i] for i in ids.tolist()], counts.tolist(), strict=True)
             )
-            self.ensure_dir()
-            generation = self._generation + 1
-            while (self.cache_dir / f"vectors-{generation:06d}.npy").exists():
-                generation += 1
-            npy_path = self.cache_dir / f"vectors-{generation:06d}.npy"
-            write_group(self.cache_dir / KEYS_FILE, npy_path, self.fingerprint, spans, matrix)
             replaced = [p for group in self._segments for p in group]
             if self._base:
                 replaced.append(self._base[1])
-            self._reset()
-            self._append(spans, matrix)
-            self._base, self._generation = (self.cache_dir / KEYS_FILE, npy_path), generation
-            self._disk_rows = int(matrix.shape[0])
+            npy_path = self._write_base(spans, matrix)
             for path in replaced:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
             remove_stale(self.cache_dir, npy_path.name)
+
+    def _write_base(self, spans: list[Span], matrix: FloatMatrix) -> Path:
+        """Write ``matrix`` as the next base generation (keys file last: the commit point)
+        and make it all this cache holds in memory. Raises OSError when it cannot write."""
+        self.ensure_dir()
+        generation = self._generation + 1
+        while (self.cache_dir / f"vectors-{generation:06d}.npy").exists():
+            generation += 1
+        npy_path = self.cache_dir / f"vectors-{generation:06d}.npy"
+        write_group(self.cache_dir / KEYS_FILE, npy_path, self.fingerprint, spans, matrix)
+        self._reset()
+        self._append(spans, matrix)
+        self._base, self._generation = (self.cache_dir / KEYS_FILE, npy_path), generation
+        self._disk_rows = int(matrix.shape[0])
+        return npy_path
+
+    def adopt(self, rebuilt: VectorCache, live: Collection[str]) -> None:
+        """Swap in a rebuild: ``rebuilt``'s ``live`` rows become this cache's new base, then
+        every older vector file here (any fingerprint) is deleted. Until the new keys file
+        lands, the old cache is intact and serving; a failure leaves it so."""
+        with self._lock, rebuilt._lock:
+            ids = rebuilt._ids(live)
+            counts = rebuilt._counts(ids)
+            matrix = rebuilt._mat[_rows_of(rebuilt._starts[ids], counts)]
+            spans = packed(
+                zip([rebuilt._hashes[i] for i in ids.tolist()], counts.tolist(), strict=True)
+            )
+            old = [p for p in self._listdir() if OURS.fullmatch(p.name) and p.is_file()]
+            self.fingerprint = dict(rebuilt.fingerprint)
+            self._generation = max(self._generation, rebuilt._generation)
+            npy_path = self._write_base(spans, matrix)
+            for path in old:
+                if path.name != npy_path.name:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+            self.state, self.last_error, self.dropped = "ready", None, []
 
     def clear(self) -> None:
         """Delete every vector file (any fingerprint) and start empty: the rebuild path."""

@@ -84,7 +84,7 @@ def test_a_cache_dir_symlinked_out_of_the_vault_is_not_touched(
     (vault / ".wikimem").symlink_to(elsewhere, target_is_directory=True)
     daemon = start_daemon(vault)
     status = daemon.result("status")
-    assert status["cache"]["usable"] is False and "outside the vault" in status["cache"]["reason"]
+    assert status["cache"]["usable"] is False and "outside the vault" in status["cache"]["problem"]
     assert hit_paths(daemon, "sailing") == {"wiki/people.md"}  # serves without caches
     assert list(elsewhere.iterdir()) == []
     assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755

@@ -132,3 +132,27 @@ def test_a_model_change_is_a_mismatch_until_embed_rebuild(
     assert "ready" in out.stdout
     assert embedded_texts(stub) == 2
     assert daemon.result("query", {"q": "sailing"})["embedding_used"] is True
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_rebuild_keeps_the_working_cache(
+    vault: Path,
+    start_daemon: Callable[..., DaemonProc],
+    stub: Stub,  # noqa: F811
+) -> None:
+    daemon = serve_http(start_daemon, vault, stub)
+    assert daemon.result("query", {"q": "sailing"})["embedding_used"] is True
+    cache = vault / ".wikimem"
+    before = sorted(p.name for p in cache.glob("*.keys.jsonl"))
+    assert before
+    stub.status = 503  # the endpoint goes down
+    out = wikimem("embed", "--socket", str(daemon.sock), "--rebuild", timeout=60)
+    assert out.returncode == 1 and "503" in out.stdout
+    vectors = daemon.result("status")["vectors"]
+    assert vectors["rows"] >= 2 and vectors["state"] == "error"
+    assert sorted(p.name for p in cache.glob("*.keys.jsonl")) == before, "nothing deleted"
+    assert daemon.result("query", {"q": "sailing"})["embedding_used"] is True
+    daemon.stop()
+    stub.status = 200
+    daemon = serve_http(start_daemon, vault, stub)
+    assert daemon.result("status")["vectors"]["rows"] >= 2

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from wikimem_watch.config import load_config
+from wikimem_watch.config import load_config, user_config_path
 from wikimem_watch.errors import ConfigError
 
 
@@ -47,11 +48,10 @@ def test_bad_values_name_the_field(tmp_path: Path, flags: dict[str, object], nee
         load_config(tmp_path, flags)
 
 
-def test_unknown_key_in_the_file_is_refused(tmp_path: Path) -> None:
+def test_unknown_key_in_the_vault_file_is_a_warning_not_a_crash(tmp_path: Path) -> None:
     (tmp_path / ".wikimem").mkdir()
     (tmp_path / ".wikimem" / "config.toml").write_text("colour = 'blue'\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="unknown setting 'colour'"):
-        load_config(tmp_path)
+    assert any("unknown setting 'colour'" in w for w in load_config(tmp_path).warnings)
 
 
 def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:
@@ -73,14 +73,15 @@ def test_a_config_toml_in_the_vault_cannot_widen_what_is_read(tmp_path: Path) ->
     (tmp_path / ".wikimem" / "config.toml").write_text(
         "follow_external_symlinks = true\n", encoding="utf-8"
     )
-    with pytest.raises(ConfigError, match="cannot be set in config.toml"):
-        load_config(tmp_path)
+    config = load_config(tmp_path)
+    assert config.follow_external_symlinks is False
+    assert any("follow_external_symlinks" in w for w in config.warnings)
 
 
 def test_a_cache_dir_symlinked_out_of_the_vault_is_refused_and_its_toml_not_read(
     tmp_path: Path,
 ) -> None:
-    from wikimem_watch.config import cache_dir_refusal
+    from wikimem_watch.config import cache_dir_problem
 
     vault, elsewhere = tmp_path / "vault", tmp_path / "elsewhere"
     vault.mkdir()
@@ -89,7 +90,131 @@ def test_a_cache_dir_symlinked_out_of_the_vault_is_refused_and_its_toml_not_read
     (vault / ".wikimem").symlink_to(elsewhere, target_is_directory=True)
     config = load_config(vault)
     assert config.k1 == 1.2  # the outside config.toml was not read
-    refusal = cache_dir_refusal(config)
+    refusal = cache_dir_problem(config)
     assert refusal is not None and "outside the vault" in refusal
     explicit = load_config(vault, {"cache_dir": str(elsewhere)})
-    assert cache_dir_refusal(explicit) is None and explicit.k1 == 9.0
+    assert cache_dir_problem(explicit) is None and explicit.k1 == 9.0
+
+
+# --------------------------------------------------------------- the trust boundary (ADR-0010)
+
+
+def vault_file(root: Path, text: str) -> Path:
+    (root / ".wikimem").mkdir(exist_ok=True)
+    path = root / ".wikimem" / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def user_file(text: str) -> Path:
+    path = user_config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+PLANTED = """
+embed = "http"
+embed_url = "https://collector.example/v1"
+embed_model = "big-paid-model"
+embed_api_key_env = "SOME_OTHER_SECRET"
+cache_dir = "/tmp/elsewhere"
+socket = "/tmp/other.sock"
+max_request_bytes = 1000000000
+idle_timeout_s = 0
+k1 = 1.5
+"""
+
+
+def test_a_planted_vault_config_cannot_send_data_off_the_machine(tmp_path: Path) -> None:
+    vault_file(tmp_path, PLANTED)
+    config = load_config(tmp_path)
+    assert config.embed == "none" and config.embed_url is None and config.embed_model is None
+    assert config.embed_api_key_env == "WIKIMEM_WATCH_EMBED_API_KEY"
+    assert config.cache_dir is None and config.socket is None
+    assert config.max_request_bytes == 1024 * 1024 and config.idle_timeout_s == 60.0
+    assert config.k1 == 1.5, "ranking settings are the vault's to tune"
+    text = "\n".join(config.warnings)
+    for key in ("embed_url", "embed_model", "embed_api_key_env", "cache_dir", "socket"):
+        assert f"{key!r} ignored" in text, key
+    assert "embed = 'http' ignored" in text
+
+
+def test_the_user_config_sets_what_the_vault_may_not(tmp_path: Path) -> None:
+    user_file('embed = "hash"\ncache_dir = "/tmp/wm-cache"\nidle_timeout_s = 5\n')
+    config = load_config(tmp_path)
+    assert config.embed == "hash" and config.cache_dir == Path("/tmp/wm-cache")
+    assert config.idle_timeout_s == 5.0 and config.warnings == ()
+
+
+def test_the_vault_may_pick_an_endpoint_the_user_allowed_by_name_or_url(tmp_path: Path) -> None:
+    user_file(
+        '[endpoints.home]\nurl = "http://127.0.0.1:8080/v1"\nmodel = "e5"\n'
+        'api_key_env = "HOME_KEY"\n'
+    )
+    vault_file(tmp_path, 'embed_endpoint = "home"\n')
+    config = load_config(tmp_path)
+    assert (config.embed, config.embed_url, config.embed_model) == (
+        "http",
+        "http://127.0.0.1:8080/v1",
+        "e5",
+    )
+    assert config.embed_api_key_env == "HOME_KEY" and config.warnings == ()
+    vault_file(tmp_path, 'embed_endpoint = "http://127.0.0.1:8080/v1/"\n')
+    assert load_config(tmp_path).embed_url == "http://127.0.0.1:8080/v1"
+
+
+def test_an_endpoint_the_user_did_not_allow_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    user_file('[endpoints.home]\nurl = "http://127.0.0.1:8080/v1"\n')
+    vault_file(tmp_path, 'embed_endpoint = "https://collector.example/v1"\n')
+    config = load_config(tmp_path)
+    assert config.embed == "none" and config.embed_url is None
+    assert any("not one of the user's [endpoints] (home)" in w for w in config.warnings)
+
+
+def test_the_user_naming_an_unknown_endpoint_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not one of the user's"):
+        load_config(tmp_path, {"embed_endpoint": "nowhere"})
+
+
+def test_vault_http_uses_only_the_users_own_url(tmp_path: Path) -> None:
+    user_file('embed_url = "http://127.0.0.1:9000/v1"\nembed_model = "m"\n')
+    vault_file(tmp_path, 'embed = "http"\n')
+    config = load_config(tmp_path)
+    assert config.embed == "http" and config.embed_url == "http://127.0.0.1:9000/v1"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["k1 = [nope", "k1 = nan", 'debounce_ms = 100000000\nhalf_life_days = "x"', "\udcff"],
+)
+def test_a_bad_vault_file_is_a_warning_never_a_failure_to_start(tmp_path: Path, text: str) -> None:
+    path = tmp_path / ".wikimem" / "config.toml"
+    path.parent.mkdir()
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    config = load_config(tmp_path)
+    assert config.warnings and config.k1 == 1.2 and config.debounce_ms == 25
+
+
+def test_nan_in_the_users_own_file_is_a_clear_error(tmp_path: Path) -> None:
+    user_file("half_life_days = nan\n")
+    with pytest.raises(ConfigError, match="half_life_days=nan must be a finite number"):
+        load_config(tmp_path)
+
+
+def test_a_fifo_or_symlink_planted_as_the_vault_config_is_not_read(tmp_path: Path) -> None:
+    (tmp_path / ".wikimem").mkdir()
+    os.mkfifo(tmp_path / ".wikimem" / "config.toml")  # opening it blocking would hang
+    assert "not a regular file" in load_config(tmp_path).warnings[0]
+    (tmp_path / ".wikimem" / "config.toml").unlink()
+    secret = tmp_path / "outside.toml"
+    secret.write_text("k1 = 2.0\n", encoding="utf-8")
+    (tmp_path / ".wikimem" / "config.toml").symlink_to(secret)
+    config = load_config(tmp_path)
+    assert config.k1 == 1.2 and "symlink" in config.warnings[0]
+
+
+def test_environment_and_flags_are_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WIKIMEM_WATCH_EMBED_API_KEY_ENV", "MY_KEY")
+    config = load_config(tmp_path, {"embed_url": "http://127.0.0.1:1/v1", "embed": "http"})
+    assert config.embed_api_key_env == "MY_KEY" and config.embed_url == "http://127.0.0.1:1/v1"

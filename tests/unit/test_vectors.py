@@ -19,7 +19,7 @@ from wikimem_watch.vector_files import KEYS_FILE, atomic_write
 from wikimem_watch.vector_sync import (
     CONTEXT,
     CONTEXT_CHARS,
-    REBUILD_MARKER,
+    REBUILD_DIR,
     VectorService,
     VectorSync,
     embedding_text,
@@ -252,7 +252,8 @@ def test_rebuild_replaces_mismatched_vectors(tmp_path: Path) -> None:
     assert cache.state == "mismatch"
     assert VectorSync(emb, cache).sync(vault(4), rebuild=True) == 4
     assert cache.state == "ready" and open_cache(tmp_path, emb).stats()["hashes"] == 4
-    assert not (tmp_path / REBUILD_MARKER).exists()
+    assert not (tmp_path / REBUILD_DIR).exists()
+    assert files(tmp_path, "seg-*") == [], "the other model's files went with the swap"
 
 
 def test_interrupted_rebuild_resumes_and_keeps_written_segments(tmp_path: Path) -> None:
@@ -262,14 +263,105 @@ def test_interrupted_rebuild_resumes_and_keeps_written_segments(tmp_path: Path) 
     sync = VectorSync(flaky, open_cache(tmp_path, flaky), batch_size=10, flush_rows=1)
     with pytest.raises(EmbedError):
         sync.sync(entries, rebuild=True)
-    assert sync.cache.state == "error" and sync.last_error == "endpoint down (test)"
-    assert (tmp_path / REBUILD_MARKER).exists()
+    assert sync.cache.state == "mismatch" and sync.last_error == "endpoint down (test)"
+    assert (tmp_path / REBUILD_DIR).is_dir()
     again = CountingEmbedder()
+    staged = open_cache(tmp_path / REBUILD_DIR, again)
+    assert staged.stats()["hashes"] == 20  # the two flushed batches survived
     resumed = VectorSync(again, open_cache(tmp_path, again), batch_size=10)
-    assert resumed.cache.stats()["hashes"] == 20  # the two flushed batches survived
     assert resumed.sync(entries, rebuild=True) == 20
     assert sum(len(c) for c in again.calls) == 20
-    assert not (tmp_path / REBUILD_MARKER).exists()
+    assert not (tmp_path / REBUILD_DIR).exists()
+    assert open_cache(tmp_path, again).stats()["hashes"] == 40
+
+
+def test_a_failed_rebuild_keeps_the_working_cache_serving(tmp_path: Path) -> None:
+    entries = vault(40)
+    emb = CountingEmbedder()
+    VectorSync(emb, open_cache(tmp_path, emb)).sync(entries)
+    before = sorted(p.name for p in tmp_path.iterdir() if p.is_file())
+    flaky = CountingEmbedder(fail_after=1)
+    cache = open_cache(tmp_path, flaky)
+    sync = VectorSync(flaky, cache, batch_size=10, flush_rows=1)
+    with pytest.raises(EmbedError):
+        sync.sync(entries, rebuild=True)  # the endpoint goes down partway
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == before
+    assert cache.usable and cache.stats()["hashes"] == 40, "still serving from memory"
+    reloaded = open_cache(tmp_path, emb)
+    assert reloaded.stats()["hashes"] == 40 and reloaded.dropped == [], "and from disk"
+    assert reloaded.search(emb.embed_query("cat number 3"), None, 1)
+
+
+def test_one_bad_byte_in_the_base_drops_only_its_block(tmp_path: Path) -> None:
+    entries = vault(1000)
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path, emb)
+    VectorSync(emb, cache, batch_size=500).sync(entries)
+    cache.compact(entries)
+    header = json.loads((tmp_path / KEYS_FILE).read_text().splitlines()[0])
+    assert {"vectors_file", "model", "dim"} <= set(header), "wikimem's header fields stay"
+    assert header["block_rows"] == 256 and len(header["block_sha256"]) == 4
+    npy = tmp_path / header["vectors_file"]
+    data = bytearray(npy.read_bytes())
+    data[-10] ^= 0xFF  # one byte in the last block (rows 768..999)
+    npy.write_bytes(bytes(data))
+    reloaded = open_cache(tmp_path, emb)
+    assert reloaded.stats()["hashes"] == 768
+    assert "failed their block checksum" in reloaded.dropped[0]
+    emb.calls.clear()
+    VectorSync(emb, reloaded, batch_size=500).sync(entries)
+    assert sum(len(c) for c in emb.calls) == 232, "only the torn block is re-embedded"
+
+
+class NanEmbedder(CountingEmbedder):
+    """Answers NaN for any text containing "poison", and for a query saying "nanquery"."""
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        out = super().embed_documents(texts)
+        for i, text in enumerate(texts):
+            if "poison" in text:
+                out[i] = np.nan
+        return out
+
+    def embed_query(self, text: str) -> Matrix:
+        out = super().embed_query(text)
+        if "nanquery" in text:
+            out[:] = np.inf
+        return out
+
+
+def test_non_finite_vectors_are_a_failed_embedding_never_stored(tmp_path: Path) -> None:
+    entries = {**vault(6), content_hash("poison"): "poison ivy notes"}
+    emb = NanEmbedder()
+    service = VectorService(emb, tmp_path)
+    service.open()
+    service.sync.sync(entries)
+    assert service.cache.missing(entries) == [content_hash("poison")]
+    assert service.status()["failed"] == 1
+    calls = len(emb.calls)
+    service.sync.sync(entries)
+    assert len(emb.calls) == calls, "a failed text is not retried on every sync"
+    assert all(np.isfinite(s) for s in service.cosines("cat", list(entries), 10).values())
+    assert service.cosines("nanquery", list(entries), 10) is None, "BM25 only, said once"
+    assert np.isfinite(service.cache._mat).all(), "nothing non-finite is held"
+
+
+def test_a_cache_row_that_is_not_finite_on_disk_is_treated_as_missing(tmp_path: Path) -> None:
+    entries = vault(4)
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path, emb)
+    VectorSync(emb, cache).sync(entries)
+    cache.compact(entries)
+    header, *rows = (tmp_path / KEYS_FILE).read_text().splitlines()
+    fields = json.loads(header)
+    npy = tmp_path / fields["vectors_file"]
+    matrix = np.load(npy)
+    matrix[0, 0] = np.nan  # a self-consistent file (checksums rewritten) with a NaN row
+    atomic_write(npy, b"")
+    np.save(npy, matrix)
+    fields["sha256"] = hashlib.sha256(npy.read_bytes()).hexdigest()
+    (tmp_path / KEYS_FILE).write_text("\n".join([json.dumps(fields), *rows]) + "\n")
+    assert open_cache(tmp_path, emb).stats()["hashes"] == 3
 
 
 def test_compaction_keeps_exactly_the_live_rows(tmp_path: Path) -> None:

@@ -1,0 +1,75 @@
+"""The trust boundary through the real daemon (ADR-0010): a config file planted in a synced
+vault cannot send notes or a secret off the machine; the user's own config can allow it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from daemon_harness import DaemonProc, eventually
+from test_http_embedder import Stub, stub  # noqa: F401  (the fixture)
+
+from wikimem_watch.config import user_config_path
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def plant(vault: Path, text: str) -> None:
+    (vault / ".wikimem").mkdir(exist_ok=True)
+    (vault / ".wikimem" / "config.toml").write_text(text, encoding="utf-8")
+
+
+def test_a_planted_vault_config_posts_nothing_and_leaks_no_secret(
+    vault: Path,
+    start_daemon: Callable[..., DaemonProc],
+    stub: Stub,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SOME_OTHER_SECRET", "s3cret-token")
+    plant(
+        vault,
+        f'embed = "http"\nembed_url = "{stub.url}"\nembed_model = "stub-16"\n'
+        'embed_api_key_env = "SOME_OTHER_SECRET"\n',
+    )
+    daemon = start_daemon(vault)
+    status = daemon.result("status")
+    assert status["vectors"] == {"state": "off"}, "no embedder exists, so nothing can be sent"
+    warnings = "\n".join(status["config_warnings"])
+    assert "'embed_url' ignored" in warnings and "'embed_api_key_env' ignored" in warnings
+    assert daemon.result("query", {"q": "sailing"})["hits"], "BM25 serves as usual"
+    assert stub.requests == [] and stub.auth == []
+
+
+def test_the_vault_may_pick_an_endpoint_the_user_allowed(
+    vault: Path,
+    start_daemon: Callable[..., DaemonProc],
+    stub: Stub,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("USER_EMBED_KEY", "user-token")
+    monkeypatch.setenv("SOME_OTHER_SECRET", "s3cret-token")
+    path = user_config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f'[endpoints.stub]\nurl = "{stub.url}"\nmodel = "stub-16"\n'
+        'api_key_env = "USER_EMBED_KEY"\n',
+        encoding="utf-8",
+    )
+    plant(vault, 'embed_endpoint = "stub"\nembed_api_key_env = "SOME_OTHER_SECRET"\n')
+    daemon = start_daemon(vault)
+    eventually(lambda: daemon.result("status")["vectors"].get("rows", 0) >= 2, "vectors embedded")
+    assert set(stub.auth) == {"Bearer user-token"}, "only the user's key variable is read"
+    assert any(
+        "'embed_api_key_env' ignored" in w for w in daemon.result("status")["config_warnings"]
+    )
+
+
+def test_a_fifo_planted_as_the_vault_config_does_not_block_the_daemon(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    (vault / ".wikimem").mkdir()
+    os.mkfifo(vault / ".wikimem" / "config.toml")
+    daemon = start_daemon(vault)
+    assert any("not a regular file" in w for w in daemon.result("status")["config_warnings"])

@@ -1,0 +1,60 @@
+"""Query validation at the edge: every number is typed, finite and in range, by name."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from wikimem_watch.errors import BadRequest
+from wikimem_watch.request import MAX_TEXT_CHARS, QueryRequest
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ({"half_life_days": math.nan}, "half_life_days: expected a finite number"),
+        ({"half_life_days": math.inf}, "half_life_days: expected a finite number"),
+        ({"half_life_days": 0}, "half_life_days"),
+        ({"half_life_days": -3}, "half_life_days"),
+        ({"half_life_days": 1e12}, "half_life_days"),
+        ({"half_life_days": "90"}, "half_life_days"),
+        ({"weights": {"recency": math.nan}}, "weights.recency"),
+        ({"weights": {"vector": math.inf}}, "weights.vector"),
+        ({"weights": {"bm25": -math.inf}}, "weights.bm25"),
+        ({"weights": {"bm25": 1e300}}, "weights.bm25"),
+        ({"weights": {"bm25": True}}, "weights.bm25"),
+        ({"k": math.nan}, "k: expected an integer"),
+        ({"k": 10**30}, "k: expected an integer"),
+        ({"k": 0}, "k: expected an integer"),
+        ({"budget_tokens": 10**30}, "budget_tokens"),
+        ({"budget_tokens": -1}, "budget_tokens"),
+        ({"budget_tokens": 5.5}, "budget_tokens"),
+    ],
+)
+def test_bad_numbers_are_refused_naming_the_field(extra: dict[str, object], needle: str) -> None:
+    with pytest.raises(BadRequest, match=needle.replace(".", r"\.")) as info:
+        QueryRequest.from_dict({"q": "ann", **extra})
+    assert info.value.code == -32602
+
+
+def test_nan_is_named_as_nan_in_the_message() -> None:
+    with pytest.raises(BadRequest, match="NaN/Infinity are refused"):
+        QueryRequest.from_dict({"q": "x", "half_life_days": math.nan})
+
+
+def test_good_numbers_pass_unchanged() -> None:
+    req = QueryRequest.from_dict(
+        {"q": "x", "k": 3, "half_life_days": 7, "weights": {"recency": 0, "bm25": 2.5}}
+    )
+    assert req.k == 3 and req.half_life_days == 7.0
+    assert req.weights == {"recency": 0.0, "bm25": 2.5}
+
+
+def test_an_oversized_question_is_refused_and_the_message_stays_short() -> None:
+    with pytest.raises(BadRequest) as info:
+        QueryRequest.from_dict({"q": "x" * (MAX_TEXT_CHARS + 1)})
+    assert len(info.value.message) < 200
+    with pytest.raises(BadRequest) as info:
+        QueryRequest.from_dict({"q": "x", "kinds": ["y" * 100_000]})
+    assert len(info.value.message) < 300
