@@ -183,14 +183,15 @@ class Server:
         os.close(self._wake_w)
 
     def connection_count(self) -> int:
+        """Live connections (an evicted one still closing does not count)."""
         with self._conns_lock:
-            return len(self._conns)
+            return sum(1 for c in self._conns if not c.evicted)
 
     def stats(self) -> dict[str, object]:
         """Connections, buffered bytes and what the limits did, for ``status``."""
         with self._conns_lock:
             return {
-                "open": len(self._conns),
+                "open": sum(1 for c in self._conns if not c.evicted),
                 "buffered_bytes": self._buffered,
                 "evicted_idle": self.evictions,
                 "refused_busy": self.refusals,
