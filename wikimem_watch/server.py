@@ -189,8 +189,10 @@ class Server:
     def stats(self) -> dict[str, object]:
         """Connections, buffered bytes and what the limits did, for ``status``."""
         with self._conns_lock:
+            closing = sum(c.evicted for c in self._conns)
             return {
-                "open": len(self._conns),
+                "open": len(self._conns) - closing,
+                "closing": closing,  # evicted, their threads finishing
                 "buffered_bytes": self._buffered,
                 "evicted_idle": self.evictions,
                 "refused_busy": self.refusals,
