@@ -183,15 +183,16 @@ class Server:
         os.close(self._wake_w)
 
     def connection_count(self) -> int:
-        """Live connections (an evicted one still closing does not count)."""
         with self._conns_lock:
-            return sum(1 for c in self._conns if not c.evicted)
+            return len(self._conns)
 
     def stats(self) -> dict[str, object]:
         """Connections, buffered bytes and what the limits did, for ``status``."""
         with self._conns_lock:
+            closing = sum(c.evicted for c in self._conns)
             return {
-                "open": sum(1 for c in self._conns if not c.evicted),
+                "open": len(self._conns) - closing,
+                "closing": closing,  # evicted, their threads finishing
                 "buffered_bytes": self._buffered,
                 "evicted_idle": self.evictions,
                 "refused_busy": self.refusals,
