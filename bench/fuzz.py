@@ -6,6 +6,8 @@ Run (from the repository root)::
     PYTHONPATH=. .venv/bin/python bench/fuzz.py --target parse --seconds 600
     PYTHONPATH=. .venv/bin/python bench/fuzz.py --target parse --engine hypothesis --examples 50000
     PYTHONPATH=. .venv/bin/python bench/fuzz.py --target parse --growth
+    PYTHONPATH=. .venv/bin/python bench/fuzz.py --target protocol --seconds 300
+    PYTHONPATH=. .venv/bin/python bench/fuzz.py --target request --engine hypothesis
 
 Engines: ``atheris`` (coverage-guided, ``pip install atheris``) when it imports, else
 ``hypothesis`` with many examples. A target is a function of raw bytes that raises on a bug
@@ -13,8 +15,10 @@ Engines: ``atheris`` (coverage-guided, ``pip install atheris``) when it imports,
 each adversarial family of ``tests/property/test_parse_fuzz.py`` at growing sizes and prints
 the time ratio per 4x of input (about 4 when linear, about 16 when quadratic).
 
-Adding a target: write ``def _my_target(data: bytes) -> None`` and add it to ``TARGETS``
-(e.g. ``"protocol"`` for the JSON-RPC decoder).
+Targets: ``parse`` (the Markdown parser), ``protocol`` (the JSON-RPC line decoder) and
+``request`` (a whole socket line through ``handle_line`` over an in-process engine on a small
+temporary vault; see ``bench/fuzz_targets_protocol.py``, which also runs on its own). Adding
+a target: write ``def _my_target(data: bytes) -> None`` and add it to ``TARGETS``.
 """
 
 from __future__ import annotations
@@ -57,9 +61,27 @@ def _parse_target(data: bytes) -> None:
             raise AssertionError(f"a metadata comment stayed in the text of {e.id}")
 
 
+def _protocol_target(data: bytes) -> None:
+    from fuzz_targets_protocol import target_decode
+
+    target_decode(data)
+
+
+def _request_target() -> Target:
+    import tempfile
+
+    from fuzz_targets_protocol import make_service, target_handle_line
+
+    root = Path(tempfile.mkdtemp(prefix="wikimem-fuzz-"))
+    return target_handle_line(make_service(root))
+
+
 TARGETS: dict[str, Target] = {
     "parse": _parse_target,
+    "protocol": _protocol_target,
+    "request": lambda data: _REQUEST.setdefault("run", _request_target())(data),
 }
+_REQUEST: dict[str, Target] = {}
 
 
 def run_atheris(target: Target, seconds: int, corpus: list[str]) -> None:

@@ -183,8 +183,9 @@ class Server:
         os.close(self._wake_w)
 
     def connection_count(self) -> int:
+        """Live connections (an evicted one still closing does not count)."""
         with self._conns_lock:
-            return len(self._conns)
+            return sum(not c.evicted for c in self._conns)
 
     def stats(self) -> dict[str, object]:
         """Connections, buffered bytes and what the limits did, for ``status``."""
