@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikimem_watch.vectors import VectorCache
+from wikimem_watch.vectors.cache import VectorCache
 
 EN = "the cat sat on a warm mat while we talked about taxes coffee rain books and work".split()
 ZH = "今天 我们 去了 公园 猫 在 睡觉 天气 很好 晚上 吃 面条 工作 开会 读书 下雨".split()
@@ -67,7 +67,7 @@ def timed(fn: Callable[[], object], repeat: int) -> list[float]:
 
 
 def bench_local(n_texts: int, batch: int, runs: int) -> dict[str, float]:
-    from wikimem_watch.embedders import LocalEmbedder
+    from wikimem_watch.vectors.embedders import LocalEmbedder
 
     t0 = time.perf_counter()
     emb = LocalEmbedder()

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wikimem_watch.parse import parse_meta, parse_note, strip_meta
+from wikimem_watch.core.parse import parse_meta, parse_note, strip_meta
 
 Target = Callable[[bytes], None]
 PATHS = ("diary/2026-01-01.md", "wiki/x.md", "diary/bad.md", "n.md")

@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from wikimem_watch.config import Config  # noqa: E402
-from wikimem_watch.engine import Engine  # noqa: E402
-from wikimem_watch.protocol import INTERNAL_ERROR, ProtocolError, decode_request  # noqa: E402
-from wikimem_watch.query import VectorSignal  # noqa: E402
-from wikimem_watch.server import handle_line  # noqa: E402
+from wikimem_watch.core.engine import Engine  # noqa: E402
+from wikimem_watch.daemon.protocol import INTERNAL_ERROR, ProtocolError, decode_request  # noqa: E402
+from wikimem_watch.daemon.server import handle_line  # noqa: E402
+from wikimem_watch.retrieval.query import VectorSignal  # noqa: E402
 
 SEEDS = [
     b'{"jsonrpc":"2.0","id":1,"method":"query","params":{"q":"coffee yesterday","k":3}}',

@@ -23,11 +23,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench.index import sample_queries, vault_for  # noqa: E402
 from wikimem_watch.config import load_config  # noqa: E402
-from wikimem_watch.embedders import HashEmbedder  # noqa: E402
-from wikimem_watch.engine import Engine  # noqa: E402
-from wikimem_watch.query import run_query  # noqa: E402
-from wikimem_watch.request import QueryRequest  # noqa: E402
-from wikimem_watch.vector_sync import VectorService  # noqa: E402
+from wikimem_watch.core.engine import Engine  # noqa: E402
+from wikimem_watch.retrieval.query import run_query  # noqa: E402
+from wikimem_watch.retrieval.request import QueryRequest  # noqa: E402
+from wikimem_watch.vectors.embedders import HashEmbedder  # noqa: E402
+from wikimem_watch.vectors.sync import VectorService  # noqa: E402
 
 
 def pct(samples: list[float], q: float) -> float:

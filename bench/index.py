@@ -16,7 +16,7 @@ one size, run the child directly, e.g.::
 
 Queries are 2–4 terms drawn from the corpus's own tokens (English and Chinese mixed), run
 through ``run_query`` with ``expand_links`` off and ``parse_time`` off unless a row says so.
-The references see exactly the same document and query tokens (``wikimem_watch.tokenize``).
+The references see exactly the same document and query tokens (``wikimem_watch.core.tokenize``).
 Nothing here asserts a time: it prints a Markdown report and optionally writes JSON.
 """
 
@@ -125,7 +125,7 @@ def sample_queries(
 
 
 def _request(q: str, **extra: object) -> Any:
-    from wikimem_watch.request import QueryRequest
+    from wikimem_watch.retrieval.request import QueryRequest
 
     body: dict[str, object] = {
         "q": q,
@@ -156,7 +156,7 @@ def query_variants() -> dict[str, dict[str, object]]:
 def measure_build(vault: Path, repeats: int) -> tuple[Any, Result]:
     """Cold ``Engine(load_config(vault)).scan()``; returns the last engine and the timings."""
     from wikimem_watch.config import load_config
-    from wikimem_watch.engine import Engine
+    from wikimem_watch.core.engine import Engine
 
     times: list[float] = []
     cpu: list[float] = []
@@ -183,7 +183,7 @@ def measure_build(vault: Path, repeats: int) -> tuple[Any, Result]:
 
 
 def measure_queries(engine: Any, queries: Sequence[str]) -> Result:
-    from wikimem_watch.query import run_query
+    from wikimem_watch.retrieval.query import run_query
 
     out: Result = {}
     for name, extra in query_variants().items():
@@ -236,7 +236,7 @@ def measure_apply(engine: Any, vault: Path, edits: int = APPLY_EDITS) -> Result:
 
 def measure_ours(vault: Path, repeats: int, queries_n: int, seed: int) -> tuple[Result, Any]:
     """Build, query and apply; peak RSS is read before any reference work allocates."""
-    from wikimem_watch.tokenize import tokenize
+    from wikimem_watch.core.tokenize import tokenize
 
     result: Result = {"rss_baseline_mb": _rss_mb()}
     engine, result["build"] = measure_build(vault, repeats)
@@ -259,14 +259,14 @@ def measure_ours(vault: Path, repeats: int, queries_n: int, seed: int) -> tuple[
 def _doc_text(entry: Any) -> str:
     """The text the engine indexes for an entry (its own helper, so both sides see the same)."""
     from wikimem_watch.config import Config
-    from wikimem_watch.engine import indexed_text
+    from wikimem_watch.core.engine import indexed_text
 
     return indexed_text(entry, Config.heading_weight)
 
 
 def _index_only(docs: Sequence[list[str]]) -> float:
     """Our ``Bm25Index`` alone over pre-tokenized docs: the like-for-like of ``bm25s.index``."""
-    from wikimem_watch.bm25 import Bm25Index
+    from wikimem_watch.core.bm25 import Bm25Index
 
     gc.collect()
     started = time.perf_counter()
@@ -308,7 +308,7 @@ def _agreement(
     return, and the share of queries whose top-10 raw BM25 scores agree (ties make ids differ)."""
     import numpy as np
 
-    from wikimem_watch.query import run_query
+    from wikimem_watch.retrieval.query import run_query
 
     shares, agree = [], 0
     for q, (docs, scores) in zip(queries, theirs, strict=True):
@@ -348,7 +348,7 @@ def measure_rank_bm25(engine: Any, refs: dict[str, Any]) -> Result:
 def run_child(vault: Path, size: int, args: argparse.Namespace) -> Result:
     """Everything for one size, in this process: ours first, then the references."""
     # Import before the RSS baseline so that the baseline includes the package and numpy.
-    for module in ("wikimem_watch.engine", "wikimem_watch.query", "numpy"):
+    for module in ("wikimem_watch.core.engine", "wikimem_watch.retrieval.query", "numpy"):
         importlib.import_module(module)
 
     result, (engine, refs) = measure_ours(vault, args.repeats, args.queries, args.seed)

@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo import DEFAULT_DATA, names_calendar_date, print_table, summarise
 
 from wikimem_watch.config import load_config
-from wikimem_watch.embedders import LocalEmbedder
-from wikimem_watch.engine import Engine
-from wikimem_watch.query import run_query
-from wikimem_watch.request import QueryRequest
-from wikimem_watch.vector_sync import VectorService
+from wikimem_watch.core.engine import Engine
+from wikimem_watch.retrieval.query import run_query
+from wikimem_watch.retrieval.request import QueryRequest
+from wikimem_watch.vectors.embedders import LocalEmbedder
+from wikimem_watch.vectors.sync import VectorService
 
 
 def main() -> int:

@@ -26,9 +26,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from wikimem_watch.config import load_config
-from wikimem_watch.engine import Engine
-from wikimem_watch.query import run_query
-from wikimem_watch.request import QueryRequest
+from wikimem_watch.core.engine import Engine
+from wikimem_watch.retrieval.query import run_query
+from wikimem_watch.retrieval.request import QueryRequest
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "bench" / "memorybank"
@@ -54,8 +54,8 @@ def build_engine(vault: Path, overrides: dict[str, object], cache: Path | None) 
     engine = Engine(load_config(vault, cfg))
     engine.scan()
     if cache is not None:
-        from wikimem_watch.embedders import LocalEmbedder
-        from wikimem_watch.vector_sync import VectorService
+        from wikimem_watch.vectors.embedders import LocalEmbedder
+        from wikimem_watch.vectors.sync import VectorService
 
         service = VectorService(LocalEmbedder(), cache)
         service.open()

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from wikimem_watch.config import load_config
-from wikimem_watch.engine import Engine
+from wikimem_watch.core.engine import Engine
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "vault_example"
 

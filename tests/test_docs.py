@@ -6,9 +6,9 @@ import json
 import re
 from pathlib import Path
 
-from wikimem_watch.methods import METHODS
-from wikimem_watch.protocol import decode_request
-from wikimem_watch.server import METHODS as SERVER_METHODS
+from wikimem_watch.daemon.methods import METHODS
+from wikimem_watch.daemon.protocol import decode_request
+from wikimem_watch.daemon.server import METHODS as SERVER_METHODS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PROTOCOL = (DOCS / "protocol.md").read_text(encoding="utf-8")
@@ -49,7 +49,7 @@ README = (DOCS.parent / "README.md").read_text(encoding="utf-8")
 
 
 def test_every_cli_command_appears_in_the_readme_or_protocol_docs() -> None:
-    from wikimem_watch.cli import build_parser
+    from wikimem_watch.shells.cli import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
@@ -84,7 +84,7 @@ def test_the_readme_says_exactly_which_fields_a_vault_file_may_set() -> None:
 
 
 def test_every_query_field_is_listed_in_the_readme() -> None:
-    from wikimem_watch.request import QueryRequest
+    from wikimem_watch.retrieval.request import QueryRequest
 
     missing = {n for n in QueryRequest.__dataclass_fields__ if f"`{n}`" not in README}
     assert not missing, f"README's query table lacks {sorted(missing)}"

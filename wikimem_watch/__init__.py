@@ -15,11 +15,11 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .config import Config, load_config
-from .engine import Engine
+from .core.engine import Engine
+from .core.models import Entry, Link
 from .errors import BadRequest, ConfigError, DaemonUnavailable, NotFound, WatchError
-from .models import Entry, Link
-from .query import run_query
-from .request import QueryRequest
+from .retrieval.query import run_query
+from .retrieval.request import QueryRequest
 from .timeparse import TimeWindow, parse_time_range
 
 __all__ = [

@@ -1,3 +1,3 @@
-from wikimem_watch.cli import main
+from wikimem_watch.shells.cli import main
 
 raise SystemExit(main())

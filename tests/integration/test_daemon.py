@@ -15,7 +15,7 @@ import pytest
 from daemon_harness import DaemonProc, Rpc, eventually, short_socket_path, wikimem
 
 from wikimem_watch.config import load_config
-from wikimem_watch.runtime import default_socket_path, lock_path
+from wikimem_watch.daemon.runtime import default_socket_path, lock_path
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from wikimem_watch.config import load_config
-from wikimem_watch.engine import Engine
+from wikimem_watch.core.engine import Engine
 
 WORDS = ["harbour", "lantern", "quince", "mistral", "茶馆", "雨伞", "orchard", "ember"]
 DIRS = ["", "wiki", "notes", "notes/deep", "diary"]

@@ -14,8 +14,8 @@ import pytest
 from daemon_harness import DaemonProc, eventually, short_socket_path
 
 from wikimem_watch.config import load_config
-from wikimem_watch.daemon import Daemon
-from wikimem_watch.engine import ApplyStats
+from wikimem_watch.core.engine import ApplyStats
+from wikimem_watch.daemon.service import Daemon
 
 pytestmark = pytest.mark.timeout(60)
 

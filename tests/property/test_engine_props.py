@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wikimem_watch.config import load_config
-from wikimem_watch.engine import Engine
-from wikimem_watch.query import run_query
-from wikimem_watch.request import QueryRequest
+from wikimem_watch.core.engine import Engine
+from wikimem_watch.retrieval.query import run_query
+from wikimem_watch.retrieval.request import QueryRequest
 
 NAMES = st.sampled_from(
     ["diary/2026-01-01.md", "diary/2026-01-02.md", "wiki/a.md", "wiki/b.md", "notes/c.md"]

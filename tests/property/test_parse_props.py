@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wikimem_watch.parse import _MD, headings, parse_note
+from wikimem_watch.core.parse import _MD, headings, parse_note
 
 # Lines a diary or note commonly holds (most take the fast line scan).
 COMMON = [

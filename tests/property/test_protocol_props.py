@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wikimem_watch.protocol import (
+from wikimem_watch.daemon.protocol import (
     decode_request,
     decode_response,
     encode_error,
@@ -59,7 +59,7 @@ def test_errors_round_trip(request_id: object, code: int, message: str, data: ob
 
 @given(st.binary(max_size=200))
 def test_decoding_arbitrary_bytes_never_raises_anything_but_protocol_errors(raw: bytes) -> None:
-    from wikimem_watch.protocol import ProtocolError
+    from wikimem_watch.daemon.protocol import ProtocolError
 
     try:
         decode_request(raw)

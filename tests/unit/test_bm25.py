@@ -6,7 +6,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from wikimem_watch.bm25 import Bm25Index
+from wikimem_watch.core.bm25 import Bm25Index
 
 
 def naive_bm25(

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wikimem_watch.client import Client, open_socket
 from wikimem_watch.errors import DaemonUnavailable
+from wikimem_watch.shells.client import Client, open_socket
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_no_daemon_fails_at_once_unless_one_is_starting(
         def no_retry(_: float) -> None:
             raise AssertionError("retried although no daemon is starting")
 
-        m.setattr("wikimem_watch.client.time.sleep", no_retry)
+        m.setattr("wikimem_watch.shells.client.time.sleep", no_retry)
         with pytest.raises(DaemonUnavailable, match="no daemon is listening"):
             Client(sock_path, retry_s=30.0)
 

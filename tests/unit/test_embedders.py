@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from wikimem_watch.embedders import (
+from wikimem_watch.vectors.embedders import (
     CHUNKER,
     EmbedError,
     HashEmbedder,
@@ -28,7 +28,7 @@ def test_hash_embedder_is_deterministic_within_a_process() -> None:
 
 def test_hash_embedder_is_deterministic_across_processes() -> None:
     code = (
-        "from wikimem_watch.embedders import HashEmbedder;"
+        "from wikimem_watch.vectors.embedders import HashEmbedder;"
         "print(HashEmbedder().embed_query('the cat sat 猫').tobytes().hex())"
     )
     runs = {

@@ -7,9 +7,9 @@ import pytest
 
 from tests.conftest import write
 from wikimem_watch.config import load_config
-from wikimem_watch.engine import Engine
+from wikimem_watch.core.engine import Engine
+from wikimem_watch.core.models import Link
 from wikimem_watch.errors import NotFound
-from wikimem_watch.models import Link
 
 
 def fresh(root: Path) -> Engine:
@@ -138,7 +138,7 @@ def test_a_query_never_waits_for_a_file_being_parsed(
 ) -> None:
     import threading
 
-    from wikimem_watch import engine as engine_module
+    from wikimem_watch.core import engine as engine_module
 
     engine = fresh(example_vault)
     parsing, release = threading.Event(), threading.Event()

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from tests.conftest import write
 from wikimem_watch.config import load_config
-from wikimem_watch.engine import Engine
-from wikimem_watch.query import run_query
-from wikimem_watch.request import QueryRequest
+from wikimem_watch.core.engine import Engine
+from wikimem_watch.retrieval.query import run_query
+from wikimem_watch.retrieval.request import QueryRequest
 
 
 def engine_for(root: Path, files: dict[str, str]) -> Engine:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from wikimem_watch.parse import diary_date, parse_link, parse_meta, parse_note
+from wikimem_watch.core.parse import diary_date, parse_link, parse_meta, parse_note
 
 DAY = """# 2026-11-03
 

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from wikimem_watch.config import Config
-from wikimem_watch.engine import Engine
-from wikimem_watch.errors import BadRequest, NotFound
-from wikimem_watch.methods import METHODS
-from wikimem_watch.protocol import (
+from wikimem_watch.core.engine import Engine
+from wikimem_watch.daemon.methods import METHODS
+from wikimem_watch.daemon.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -28,8 +27,9 @@ from wikimem_watch.protocol import (
     encode_request,
     encode_result,
 )
-from wikimem_watch.query import VectorSignal
-from wikimem_watch.server import handle_line
+from wikimem_watch.daemon.server import handle_line
+from wikimem_watch.errors import BadRequest, NotFound
+from wikimem_watch.retrieval.query import VectorSignal
 
 
 def line(obj: object) -> bytes:

@@ -6,10 +6,10 @@ import pytest
 
 from tests.conftest import EXAMPLE, write
 from wikimem_watch.config import load_config
-from wikimem_watch.engine import Engine
+from wikimem_watch.core.engine import Engine
 from wikimem_watch.errors import BadRequest
-from wikimem_watch.query import run_query
-from wikimem_watch.request import QueryRequest
+from wikimem_watch.retrieval.query import run_query
+from wikimem_watch.retrieval.request import QueryRequest
 
 NOW = "2026-11-29T10:00:00"
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from wikimem_watch.errors import BadRequest
-from wikimem_watch.request import MAX_TEXT_CHARS, QueryRequest
+from wikimem_watch.retrieval.request import MAX_TEXT_CHARS, QueryRequest
 
 
 @pytest.mark.parametrize(

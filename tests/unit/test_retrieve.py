@@ -5,7 +5,13 @@ import math
 import numpy as np
 import pytest
 
-from wikimem_watch.retrieve import budget_cut, normalise_max, normalise_minmax, recency, top_k
+from wikimem_watch.retrieval.fusion import (
+    budget_cut,
+    normalise_max,
+    normalise_minmax,
+    recency,
+    top_k,
+)
 
 
 def test_max_normalisation_keeps_the_weakest_real_match_above_zero() -> None:

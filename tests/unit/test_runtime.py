@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from wikimem_watch.config import Config
-from wikimem_watch.runtime import (
+from wikimem_watch.daemon.runtime import (
     AF_UNIX_MAX_BYTES,
     AlreadyRunning,
     DaemonLock,

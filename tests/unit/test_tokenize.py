@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from wikimem_watch.tokenize import Tokenizer, estimate_tokens, tokenize
+from wikimem_watch.core.tokenize import Tokenizer, estimate_tokens, tokenize
 
 
 def test_latin_words_are_lowercased_accent_folded_and_stemmed() -> None:

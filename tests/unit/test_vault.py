@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import write
 from wikimem_watch.config import load_config
-from wikimem_watch.engine import Engine
-from wikimem_watch.vault import (
+from wikimem_watch.core.engine import Engine
+from wikimem_watch.core.vault import (
     MAX_NOTE_BYTES,
     NoteFilter,
     SkipFile,

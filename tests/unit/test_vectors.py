@@ -13,10 +13,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from wikimem_watch.embedders import EmbedError, HashEmbedder
-from wikimem_watch.parse import parse_note, text_hash
-from wikimem_watch.vector_files import KEYS_FILE, atomic_write
-from wikimem_watch.vector_sync import (
+from wikimem_watch.core.parse import parse_note, text_hash
+from wikimem_watch.vectors.cache import VectorCache
+from wikimem_watch.vectors.embedders import EmbedError, HashEmbedder
+from wikimem_watch.vectors.files import KEYS_FILE, atomic_write
+from wikimem_watch.vectors.sync import (
     CONTEXT,
     CONTEXT_CHARS,
     REBUILD_DIR,
@@ -25,7 +26,6 @@ from wikimem_watch.vector_sync import (
     embedding_text,
     embedding_texts,
 )
-from wikimem_watch.vectors import VectorCache
 
 Matrix = npt.NDArray[np.float32]
 

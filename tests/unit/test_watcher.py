@@ -22,8 +22,8 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 
-from wikimem_watch.vault import NoteFilter
-from wikimem_watch.watcher import ChangeSet, Watcher
+from wikimem_watch.core.vault import NoteFilter
+from wikimem_watch.daemon.watcher import ChangeSet, Watcher
 
 
 class FakeObserver:

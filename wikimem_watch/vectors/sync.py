@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wikimem_watch.config import Config, cache_dir_problem
-from wikimem_watch.embedders import Embedder, EmbedError, chunk_text, make_embedder
-from wikimem_watch.models import Entry
-from wikimem_watch.vectors import VectorCache
+from wikimem_watch.core.models import Entry
+from wikimem_watch.vectors.cache import VectorCache
+from wikimem_watch.vectors.embedders import Embedder, EmbedError, chunk_text, make_embedder
 
 if TYPE_CHECKING:
     import numpy as np

@@ -13,13 +13,13 @@ from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Protocol
 
-from . import __version__
-from .engine import Engine
-from .errors import BadRequest
-from .models import Entry
+from .. import __version__
+from ..core.engine import Engine
+from ..core.models import Entry
+from ..errors import BadRequest
+from ..retrieval.query import VectorSignal, run_query
+from ..retrieval.request import QueryRequest
 from .protocol import METHOD_NOT_FOUND, PROTOCOL_VERSION, ProtocolError
-from .query import VectorSignal, run_query
-from .request import QueryRequest
 
 Params = Mapping[str, object]
 

@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from . import __version__
-from .config import Config, cache_dir_problem
-from .engine import ApplyStats, Engine
-from .errors import ConfigError
+from .. import __version__
+from ..config import Config, cache_dir_problem
+from ..core.engine import ApplyStats, Engine
+from ..core.vault import iter_notes, notes_below
+from ..errors import ConfigError
+from ..retrieval.query import VectorSignal
+from ..vectors.sync import VectorService, open_vectors
 from .methods import STOP_AFTER_REPLY
-from .query import VectorSignal
 from .runtime import (
     DaemonLock,
     LockInfo,
@@ -46,8 +48,6 @@ from .runtime import (
     vault_key,
 )
 from .server import Limits, Server
-from .vault import iter_notes, notes_below
-from .vector_sync import VectorService, open_vectors
 from .watcher import ChangeSet, ObserverFactory, Watcher
 
 log = logging.getLogger(__name__)

@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from .config import Config
-from .errors import DaemonUnavailable, WatchError
-from .protocol import ProtocolError, decode_response, encode_request
-from .runtime import default_socket_path, lock_path, read_live_lock
+from ..config import Config
+from ..daemon.protocol import ProtocolError, decode_response, encode_request
+from ..daemon.runtime import default_socket_path, lock_path, read_live_lock
+from ..errors import DaemonUnavailable, WatchError
 
 DEFAULT_TIMEOUT_S = 600.0  # a reindex of a big vault may take minutes
 CONNECT_RETRY_S = 5.0  # how long a busy or starting daemon is waited for

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from .errors import BadRequest
+from ..errors import BadRequest
 
 KINDS = ("diary", "wiki")
 WEIGHT_KEYS = ("bm25", "vector", "recency", "previous")

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from . import __version__
-from .errors import BadRequest, WatchError
+from .. import __version__
+from ..errors import BadRequest, WatchError
 
 EXIT_OK, EXIT_EMPTY, EXIT_USAGE = 0, 1, 2
 
@@ -194,7 +194,7 @@ def print_result(result: dict[str, object], as_json: bool) -> int:
 
 
 def parse_time_command(args: argparse.Namespace) -> int:
-    from .timeparse import parse_time_range
+    from ..timeparse import parse_time_range
 
     now = None
     if args.now:

@@ -12,13 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..config import Config, load_config
+from ..core.engine import Engine
+from ..errors import ConfigError, DaemonUnavailable, WatchError
+from ..retrieval.query import run_query
+from ..retrieval.request import QueryRequest
+from ..vectors.sync import open_vectors
 from .client import Client, RemoteError, connect
-from .config import Config, load_config
-from .engine import Engine
-from .errors import ConfigError, DaemonUnavailable, WatchError
-from .query import run_query
-from .request import QueryRequest
-from .vector_sync import open_vectors
 
 AddFlags = Callable[[argparse.ArgumentParser], None]
 Handler = Callable[[argparse.Namespace], int]
@@ -228,7 +228,7 @@ def _print_json(obj: object) -> None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from .daemon import Daemon
+    from ..daemon.service import Daemon
 
     vault = args.vault_pos or args.vault
     if vault is None:

@@ -14,12 +14,12 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .engine import Engine
-from .errors import BadRequest
-from .models import Entry
+from ..core.engine import Engine
+from ..core.models import Entry
+from ..core.vault import glob_match
+from ..errors import BadRequest
+from ..timeparse import parse_time_range
 from .request import QueryRequest
-from .timeparse import parse_time_range
-from .vault import glob_match
 
 WIDEN_STEPS_DAYS = (1, 3)
 # A matched time expression that names a calendar date: a year, a month name, M月 or 十月.

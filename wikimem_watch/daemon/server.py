@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError, WatchError
+from ..errors import ConfigError, WatchError
 from .methods import METHODS, Service, dispatch
 from .protocol import (
     INTERNAL_ERROR,

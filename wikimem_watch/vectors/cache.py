@@ -26,8 +26,8 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem_watch.embedders import EmbedError
-from wikimem_watch.vector_files import (
+from wikimem_watch.vectors.embedders import EmbedError
+from wikimem_watch.vectors.files import (
     BASE_NPY,
     KEYS_FILE,
     OURS,

@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config, cache_dir_problem
-from .errors import ConfigError
+from ..config import Config, cache_dir_problem
+from ..errors import ConfigError
 
 # sun_path is 108 bytes on Linux and 104 on macOS/BSD, both including the trailing NUL.
 AF_UNIX_MAX_BYTES = (104 if sys.platform == "darwin" else 108) - 1

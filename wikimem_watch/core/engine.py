@@ -24,14 +24,14 @@ from pathlib import PurePosixPath
 import numpy as np
 import numpy.typing as npt
 
+from ..config import Config
+from ..errors import NotFound
+from ..vectors.sync import VectorService, embedding_texts
 from .bm25 import Bm25Index
-from .config import Config
-from .errors import NotFound
 from .models import Entry, Link
 from .parse import parse_note, text_hash
 from .tokenize import STOP_WORDS, Tokenizer
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
-from .vector_sync import VectorService, embedding_texts
 
 log = logging.getLogger(__name__)
 

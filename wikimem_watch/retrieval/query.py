@@ -18,11 +18,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from .engine import Engine
-from .gate import Gate, local_now, passes, resolve_gate, settle
-from .models import Entry
-from .request import QueryRequest
-from .retrieve import (
+from ..core.engine import Engine
+from ..core.models import Entry
+from ..core.tokenize import estimate_tokens
+from .fusion import (
     Weights,
     budget_cut,
     normalise_max,
@@ -31,7 +30,8 @@ from .retrieve import (
     top_k,
     with_previous,
 )
-from .tokenize import estimate_tokens
+from .gate import Gate, local_now, passes, resolve_gate, settle
+from .request import QueryRequest
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
