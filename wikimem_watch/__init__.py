@@ -12,15 +12,37 @@ usable from Python::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 
-from .config import Config, load_config
-from .core.engine import Engine
-from .core.models import Entry, Link
-from .errors import BadRequest, ConfigError, DaemonUnavailable, NotFound, WatchError
-from .retrieval.query import run_query
-from .retrieval.request import QueryRequest
-from .timeparse import TimeWindow, parse_time_range
+if TYPE_CHECKING:  # what type checkers see; at run time the names load on first use
+    from .config import Config, load_config
+    from .core.engine import Engine
+    from .core.models import Entry, Link
+    from .errors import BadRequest, ConfigError, DaemonUnavailable, NotFound, WatchError
+    from .retrieval.query import run_query
+    from .retrieval.request import QueryRequest
+    from .timeparse import TimeWindow, parse_time_range
+
+# Public name → the module that defines it, imported on first use (PEP 562), so that
+# ``import wikimem_watch`` (and a CLI command that only talks to a daemon) stays cheap.
+_EXPORTS = {
+    "BadRequest": ".errors",
+    "Config": ".config",
+    "ConfigError": ".errors",
+    "DaemonUnavailable": ".errors",
+    "Engine": ".core.engine",
+    "Entry": ".core.models",
+    "Link": ".core.models",
+    "NotFound": ".errors",
+    "QueryRequest": ".retrieval.request",
+    "TimeWindow": ".timeparse",
+    "WatchError": ".errors",
+    "load_config": ".config",
+    "parse_time_range": ".timeparse",
+    "run_query": ".retrieval.query",
+}
 
 __all__ = [
     "BadRequest",
@@ -39,3 +61,18 @@ __all__ = [
     "parse_time_range",
     "run_query",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'wikimem_watch' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

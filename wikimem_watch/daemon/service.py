@@ -83,8 +83,12 @@ class Daemon:
         safety_rescan_s: float = SAFETY_RESCAN_S,
         vectors: VectorService | None = None,
         observer_factory: ObserverFactory | None = None,
+        announce: Callable[[str, bool], None] | None = None,
     ) -> None:
         self.config = config
+        # Told one line when the daemon is ready, then one per problem (the flag): ``serve``
+        # prints them unless ``--quiet``.
+        self.announce = announce
         self.engine = Engine(config)
         self.cache_problem = cache_dir_problem(config)
         if vectors is None and self.cache_problem is None:
@@ -250,6 +254,8 @@ class Daemon:
         finally:
             self.state = "ready"
         log.info("ready: %d files, %d entries", len(self.engine.files), len(self.engine.entries))
+        if self.announce is not None:
+            self._announce_ready(self.announce)
         while not self._stop_requested:
             wait = self._last_rescan + self.safety_rescan_s - time.monotonic()
             try:
@@ -310,6 +316,24 @@ class Daemon:
         if total.changed or total.removed:
             self.engine.sync_vectors()  # background; only hashes missing from the cache cost
         return total
+
+    def _announce_ready(self, announce: Callable[[str, bool], None]) -> None:
+        counts = self.engine.counts()
+        took = time.monotonic() - self._started_mono
+        announce(
+            f"ready: {self.config.vault} on {self.socket_path} — {len(self.engine.files)} files, "
+            f"{counts['diary']} diary + {counts['wiki']} wiki entries, {self.watcher.kind} "
+            f"watcher, {took:.1f}s",
+            False,
+        )
+        problems = [f"skipped {p}: {r}" for p, r in sorted(self.engine.skipped.items())]
+        problems += [f"skipped {p}: {r}" for p, r in sorted(self.engine.linked_dirs.items())]
+        problems += [f"{p}: {w}" for p, ws in sorted(self.engine.warnings().items()) for w in ws]
+        problems += [f"config: {w}" for w in self.config.warnings]
+        if self.cache_problem:
+            problems.append(f"cache: {self.cache_problem}")
+        for line in problems:
+            announce(line, True)
 
     def _scan_chunked(self) -> ApplyStats:
         """``engine.scan()`` in chunks, refreshing the safety-rescan stat snapshot."""

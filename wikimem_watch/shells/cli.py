@@ -7,17 +7,32 @@ unreachable daemon. Errors print ``wikimem-watch: <message>`` on stderr, never a
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
-from ..errors import BadRequest, WatchError
+from ..errors import WatchError
+from .commands import (
+    check_command,
+    day_command,
+    days_command,
+    embed_command,
+    note_command,
+    parse_time_command,
+    query_command,
+    reindex_command,
+    serve_command,
+    status_command,
+    stop_command,
+)
+from .output import EXIT_OK, EXIT_USAGE
 
-EXIT_OK, EXIT_EMPTY, EXIT_USAGE = 0, 1, 2
+AddFlags = Callable[[argparse.ArgumentParser], None]
+Handler = Callable[[argparse.Namespace], int]
+
 
 EPILOG = """exit status: 0 ok; 1 no result (or `check` found differences);
 2 usage, configuration or daemon unreachable."""
@@ -84,8 +99,6 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--tz", help="IANA time zone name")
     t.add_argument("--json", action="store_true", help="print JSON (null when no window)")
 
-    from .commands import add_daemon_commands
-
     add_daemon_commands(sub, _add_vault, _add_index_flags)
     return parser
 
@@ -109,112 +122,82 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
-def split_csv(value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    return [v.strip() for v in value.split(",") if v.strip()]
+def add_daemon_commands(
+    sub: Any, add_vault: Callable[..., None], add_index_flags: AddFlags
+) -> None:
+    """Register handlers on the parsers ``cli.build_parser`` made, and the daemon commands."""
+    sub.choices["query"].set_defaults(handler=query_command)
+    sub.choices["parse-time"].set_defaults(handler=parse_time_command)
+
+    s = _register(sub, add_vault, "serve", "run the daemon for a vault", serve_command)
+    s.add_argument("vault_pos", metavar="VAULT", nargs="?", type=Path, help="vault directory")
+    add_index_flags(s)
+    s.add_argument("--poll", action="store_true", help="poll instead of native file events")
+    s.add_argument(
+        "--quiet", action="store_true", help="print nothing when ready (problems still logged)"
+    )
+    s.add_argument("--debounce-ms", type=int, help="quiet time before applying changes")
+    s.add_argument(
+        "--safety-rescan-s",
+        type=float,
+        default=300.0,
+        help="seconds between cheap stat-only rescans (0: off; default 300)",
+    )
+    s.add_argument("--log-level", default=argparse.SUPPRESS, help="DEBUG, INFO, WARNING, ERROR")
+    s.add_argument(
+        "--idle-timeout-s", type=float, help="close a connection idle this long (default 60)"
+    )
+    s.add_argument("--max-connections", type=int, help="open connections at once (default 256)")
+    s.add_argument("--max-request-bytes", type=int, help="longest request line (default 1 MiB)")
+    s.add_argument(
+        "--max-buffered-bytes",
+        type=int,
+        help="unfinished request bytes held across all connections (default 32 MiB)",
+    )
+
+    for name, help_, handler in (
+        ("status", "the daemon's state, counts, skipped files and warnings", status_command),
+        ("reindex", "make the daemon rescan the whole vault", reindex_command),
+    ):
+        p = _register(sub, add_vault, name, help_, handler)
+        p.add_argument("--json", action="store_true", help="print the JSON object")
+    d = _register(sub, add_vault, "days", "dates with entry counts", days_command)
+    d.add_argument("--start", help="first date (YYYY-MM-DD)")
+    d.add_argument("--end", help="last date (YYYY-MM-DD)")
+    d.add_argument("--json", action="store_true", help="print JSON")
+    d = _register(sub, add_vault, "day", "the entries of one date", day_command)
+    d.add_argument("date", metavar="DATE", help="YYYY-MM-DD")
+    d.add_argument("--json", action="store_true", help="print JSON")
+    n = _register(sub, add_vault, "note", "the entries of one note", note_command)
+    n.add_argument("path", metavar="PATH", help="vault-relative path, e.g. wiki/people.md")
+    n.add_argument("--json", action="store_true", help="print JSON")
+    st = _register(sub, add_vault, "stop", "stop the vault's daemon", stop_command)
+    st.add_argument("--wait", type=float, default=10.0, help="seconds to wait (default 10)")
+    c = _register(
+        sub, add_vault, "check", "compare the daemon's index with a fresh scan", check_command
+    )
+    add_index_flags(c)
+    c.add_argument("--wait", type=float, default=10.0, help="seconds to wait for quiet")
+    e = _register(
+        sub,
+        add_vault,
+        "embed",
+        "fill the vector cache (through the daemon, else in-process)",
+        embed_command,
+    )
+    add_index_flags(e)
+    e.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="re-embed everything (after a model change); resumable",
+    )
+    e.add_argument("--in-process", action="store_true", help="do not use a running daemon")
 
 
-def request_from_args(args: argparse.Namespace) -> dict[str, object]:
-    """The JSON query request the flags describe (only fields that were given)."""
-    req: dict[str, object] = {"q": args.text, "k": args.k}
-    if args.time_range:
-        req["time_range"] = args.time_range
-    for name in ("now", "tz", "budget_tokens"):
-        if getattr(args, name) is not None:
-            req[name] = getattr(args, name)
-    for name in ("kinds", "paths", "tags"):
-        if getattr(args, name):
-            req[name] = split_csv(getattr(args, name))
-    if args.no_parse_time:
-        req["parse_time"] = False
-    if args.no_links:
-        req["expand_links"] = False
-    if args.explain:
-        req["explain"] = True
-    return req
-
-
-def _window_line(gate: dict[str, object], result: dict[str, object]) -> str:
-    notes = []
-    if result.get("widened"):
-        notes.append(f"widened ±{gate['widened_days']} days")
-    if gate.get("fallback") == "empty":
-        notes.append("no entries: not applied")
-    else:
-        notes.append(f"{gate['entries']} entries")
-    return f"window {gate['start']} .. {gate['end']} [{gate['source']}] ({', '.join(notes)})"
-
-
-def _print_hit(hit: dict[str, object], indent: str) -> None:
-    when = " ".join(str(x) for x in (hit.get("date"), hit.get("time")) if x) or "-"
-    score = hit.get("score")
-    score_s = f"{score:6.3f}" if isinstance(score, float) else "     -"
-    text = " ".join(str(hit["text"]).split())
-    print(f"{indent}{score_s}  {when:16}  {hit['path']}:{hit['line']}  {hit['heading']}")
-    print(f"{indent}        {text[:110]}{'…' if len(text) > 110 else ''}")
-    explain = hit.get("explain")
-    if isinstance(explain, dict) and "bm25_raw" in explain:
-        w = explain["weights"]
-        cos = explain["cosine"]
-        print(
-            f"{indent}        bm25 {explain['bm25_own']:.3f} + previous "
-            f"{explain['bm25_previous']:.3f} → {explain['bm25_norm']:.2f}×{w['bm25']:g}"
-            f"  cosine {'-' if cos is None else f'{cos:.3f}'}"
-            f" → {explain['cosine_norm']:.2f}×{w['vector']:g}"
-            f"  recency {explain['recency']:.3f}×{w['recency']:g}"
-            f"  terms {','.join(explain['matched_terms'])}"
-        )
-
-
-def print_result(result: dict[str, object], as_json: bool) -> int:
-    hits = result.get("hits")
-    assert isinstance(hits, list)
-    if as_json:
-        print(json.dumps(result, ensure_ascii=False))
-        return EXIT_OK if hits else EXIT_EMPTY
-    gate = result.get("time_range")
-    if isinstance(gate, dict):
-        print(_window_line(gate, result))
-    if not hits:
-        print("no results")
-        return EXIT_EMPTY
-    outside = False
-    for hit in hits:
-        if hit.get("in_window") is not True and isinstance(gate, dict) and not outside:
-            outside = gate.get("fallback") is None
-            if outside:
-                print("-- outside the window --")
-        _print_hit(hit, "")
-        for context in hit.get("linked", []):
-            _print_hit(context, "  ↳ ")
-    if result.get("cut"):
-        print(f"(first {len(hits)} of {gate['entries'] if isinstance(gate, dict) else '?'})")
-    return EXIT_OK
-
-
-def parse_time_command(args: argparse.Namespace) -> int:
-    from ..timeparse import parse_time_range
-
-    now = None
-    if args.now:
-        try:
-            now = datetime.fromisoformat(args.now)
-        except ValueError:
-            raise BadRequest(
-                f"--now {args.now!r} is not ISO-8601 (e.g. 2026-07-24T15:00)"
-            ) from None
-    try:
-        found = parse_time_range(args.text, now=now, tz=args.tz)
-    except ValueError as exc:
-        raise BadRequest(str(exc)) from None
-    if args.json:
-        print(json.dumps(found.to_dict() if found else None, ensure_ascii=False))
-    elif found is None:
-        print("no time expression")
-    else:
-        times = f" {found.start_time or ''}-{found.end_time or ''}" if found.start_time else ""
-        print(
-            f"{found.start} .. {found.end}{times}  matched {found.matched!r}  rest {found.rest!r}"
-        )
-    return EXIT_OK if found else EXIT_EMPTY
+def _register(
+    sub: Any, add_vault: Callable[..., None], name: str, help_: str, handler: Handler
+) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_, epilog=EPILOG)
+    add_vault(p)
+    p.set_defaults(handler=handler)
+    return p

@@ -1,4 +1,10 @@
-"""Command handlers: each turns parsed flags into engine or socket calls and prints."""
+"""Command handlers: each turns parsed flags into socket calls (or, with no daemon, calls on an
+in-process engine) and prints.
+
+Talking to a daemon needs only the standard library, the client and the protocol: the engine,
+numpy, markdown-it and watchdog are imported inside the in-process paths, so a command that
+reaches a running daemon starts in tens of milliseconds (ADR-0012).
+"""
 
 from __future__ import annotations
 
@@ -9,19 +15,25 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Config, load_config
-from ..core.engine import Engine
-from ..errors import ConfigError, DaemonUnavailable, WatchError
-from ..retrieval.query import run_query
-from ..retrieval.request import QueryRequest
-from ..vectors.sync import open_vectors
+from ..errors import BadRequest, ConfigError, DaemonUnavailable, WatchError
 from .client import Client, RemoteError, connect
+from .output import (
+    EXIT_EMPTY,
+    EXIT_OK,
+    print_entries,
+    print_json,
+    print_result,
+    print_vectors,
+    progress,
+)
 
-AddFlags = Callable[[argparse.ArgumentParser], None]
-Handler = Callable[[argparse.Namespace], int]
+if TYPE_CHECKING:
+    from ..core.engine import Engine
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -50,6 +62,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
 def open_engine(config: Config, *, vectors: bool = False) -> Engine:
     """An in-process engine over a fresh scan; with ``vectors``, the configured embeddings
     component reads the vector cache as it is (in-process queries never embed the vault)."""
+    from ..core.engine import Engine
+    from ..vectors.sync import open_vectors
+
     engine = Engine(config)
     engine.scan()
     if vectors:
@@ -59,8 +74,6 @@ def open_engine(config: Config, *, vectors: bool = False) -> Engine:
 
 def query_command(args: argparse.Namespace) -> int:
     """Through the vault's daemon when one runs; else in-process (said once on stderr)."""
-    from .cli import print_result, request_from_args
-
     client = _daemon_or_none(args)
     if client is None and not args.in_process:
         print(
@@ -72,6 +85,9 @@ def query_command(args: argparse.Namespace) -> int:
             if args.text == "-":
                 return _batch(lambda req: _remote_query(client, req))
             return print_result(_remote_query(client, request_from_args(args)), args.json)
+    from ..retrieval.query import run_query
+    from ..retrieval.request import QueryRequest
+
     engine = open_engine(config_from_args(args), vectors=True)
     if args.text == "-":
         return _batch(lambda req: run_query(engine, QueryRequest.from_dict(req)))
@@ -103,77 +119,6 @@ def _batch(answer: Callable[[Any], dict[str, Any]]) -> int:
             out = {"error": {"code": exc.code, "message": exc.message}}
         print(json.dumps(out, ensure_ascii=False), flush=True)
     return 0
-
-
-def add_daemon_commands(
-    sub: Any, add_vault: Callable[..., None], add_index_flags: AddFlags
-) -> None:
-    """Register handlers on the parsers ``cli.build_parser`` made, and the daemon commands."""
-    from .cli import parse_time_command
-
-    sub.choices["query"].set_defaults(handler=query_command)
-    sub.choices["parse-time"].set_defaults(handler=parse_time_command)
-
-    s = _register(sub, add_vault, "serve", "run the daemon for a vault", serve_command)
-    s.add_argument("vault_pos", metavar="VAULT", nargs="?", type=Path, help="vault directory")
-    add_index_flags(s)
-    s.add_argument("--poll", action="store_true", help="poll instead of native file events")
-    s.add_argument("--debounce-ms", type=int, help="quiet time before applying changes")
-    s.add_argument(
-        "--safety-rescan-s",
-        type=float,
-        default=300.0,
-        help="seconds between cheap stat-only rescans (0: off; default 300)",
-    )
-    s.add_argument("--log-level", default=argparse.SUPPRESS, help="DEBUG, INFO, WARNING, ERROR")
-    s.add_argument(
-        "--idle-timeout-s", type=float, help="close a connection idle this long (default 60)"
-    )
-    s.add_argument("--max-connections", type=int, help="open connections at once (default 256)")
-    s.add_argument("--max-request-bytes", type=int, help="longest request line (default 1 MiB)")
-    s.add_argument(
-        "--max-buffered-bytes",
-        type=int,
-        help="unfinished request bytes held across all connections (default 32 MiB)",
-    )
-
-    for name, help_, handler in (
-        ("status", "the daemon's state, counts, skipped files and warnings", status_command),
-        ("reindex", "make the daemon rescan the whole vault", reindex_command),
-    ):
-        p = _register(sub, add_vault, name, help_, handler)
-        p.add_argument("--json", action="store_true", help="print the JSON object")
-    d = _register(sub, add_vault, "days", "dates with entry counts", days_command)
-    d.add_argument("--start", help="first date (YYYY-MM-DD)")
-    d.add_argument("--end", help="last date (YYYY-MM-DD)")
-    d.add_argument("--json", action="store_true", help="print JSON")
-    d = _register(sub, add_vault, "day", "the entries of one date", day_command)
-    d.add_argument("date", metavar="DATE", help="YYYY-MM-DD")
-    d.add_argument("--json", action="store_true", help="print JSON")
-    n = _register(sub, add_vault, "note", "the entries of one note", note_command)
-    n.add_argument("path", metavar="PATH", help="vault-relative path, e.g. wiki/people.md")
-    n.add_argument("--json", action="store_true", help="print JSON")
-    st = _register(sub, add_vault, "stop", "stop the vault's daemon", stop_command)
-    st.add_argument("--wait", type=float, default=10.0, help="seconds to wait (default 10)")
-    c = _register(
-        sub, add_vault, "check", "compare the daemon's index with a fresh scan", check_command
-    )
-    add_index_flags(c)
-    c.add_argument("--wait", type=float, default=10.0, help="seconds to wait for quiet")
-    e = _register(
-        sub,
-        add_vault,
-        "embed",
-        "fill the vector cache (through the daemon, else in-process)",
-        embed_command,
-    )
-    add_index_flags(e)
-    e.add_argument(
-        "--rebuild",
-        action="store_true",
-        help="re-embed everything (after a model change); resumable",
-    )
-    e.add_argument("--in-process", action="store_true", help="do not use a running daemon")
 
 
 # --------------------------------------------------------------------------- daemon commands
@@ -223,10 +168,6 @@ def _obj(value: object) -> dict[str, Any]:
     return value
 
 
-def _print_json(obj: object) -> None:
-    print(json.dumps(obj, ensure_ascii=False, indent=None))
-
-
 def serve_command(args: argparse.Namespace) -> int:
     from ..daemon.service import Daemon
 
@@ -244,14 +185,20 @@ def serve_command(args: argparse.Namespace) -> int:
         flags["debounce_ms"] = args.debounce_ms
     if flags:
         config = replace(config, **flags)  # type: ignore[arg-type]
-    daemon = Daemon(config, safety_rescan_s=args.safety_rescan_s)
+    daemon = Daemon(
+        config, safety_rescan_s=args.safety_rescan_s, announce=None if args.quiet else _announce
+    )
     return daemon.run()
+
+
+def _announce(line: str, problem: bool) -> None:
+    print(f"wikimem-watch: {line}", file=sys.stderr if problem else sys.stdout, flush=True)
 
 
 def status_command(args: argparse.Namespace) -> int:
     status = _call(args, "status")
     if args.json:
-        _print_json(status)
+        print_json(status)
         return 0
     entries = status["entries"]
     print(f"{status['state']}  vault {status['vault']}  pid {status['pid']} on {status['host']}")
@@ -276,36 +223,25 @@ def days_command(args: argparse.Namespace) -> int:
     params = {k: v for k, v in (("start", args.start), ("end", args.end)) if v}
     days = _call(args, "days", params)["days"]
     if args.json:
-        _print_json(days)
+        print_json(days)
     for d in [] if args.json else days:
         print(f"{d['date']}  {d['entries']}")
     return 0 if days else 1
 
 
-def _print_entries(entries: list[dict[str, Any]], as_json: bool) -> int:
-    if as_json:
-        _print_json(entries)
-    else:
-        for e in entries:
-            when = " ".join(x for x in (e.get("date"), e.get("time")) if x) or "-"
-            print(f"{when:16}  {e['path']}:{e['line']}  {e['heading']}")
-            print(f"        {' '.join(str(e['text']).split())[:110]}")
-    return 0 if entries else 1
-
-
 def day_command(args: argparse.Namespace) -> int:
-    return _print_entries(_call(args, "day", {"date": args.date})["entries"], args.json)
+    return print_entries(_call(args, "day", {"date": args.date})["entries"], args.json)
 
 
 def note_command(args: argparse.Namespace) -> int:
-    return _print_entries(_call(args, "note", {"path": args.path})["entries"], args.json)
+    return print_entries(_call(args, "note", {"path": args.path})["entries"], args.json)
 
 
 def reindex_command(args: argparse.Namespace) -> int:
     stats = _call(args, "reindex")
     if "error" in stats:
         raise DaemonUnavailable(f"reindex failed: {stats['error']}")
-    _print_json(stats) if args.json else print(
+    print_json(stats) if args.json else print(
         f"reindexed: {stats['changed']} changed, {stats['removed']} removed, "
         f"{stats['unchanged']} unchanged, {stats['skipped']} skipped in {stats['elapsed_s']}s"
     )
@@ -358,17 +294,6 @@ def check_command(args: argparse.Namespace) -> int:
     return 1
 
 
-def _register(
-    sub: Any, add_vault: Callable[..., None], name: str, help_: str, handler: Handler
-) -> argparse.ArgumentParser:
-    from .cli import EPILOG
-
-    p: argparse.ArgumentParser = sub.add_parser(name, help=help_, epilog=EPILOG)
-    add_vault(p)
-    p.set_defaults(handler=handler)
-    return p
-
-
 def embed_command(args: argparse.Namespace) -> int:
     """Embed what the cache lacks (all with --rebuild), with a progress line on stderr."""
     client = _daemon_or_none(args)
@@ -376,11 +301,11 @@ def embed_command(args: argparse.Namespace) -> int:
         with client:
             status = _obj(client.call("embed", {"rebuild": bool(args.rebuild)}))
             while status.get("busy"):  # queued or running; a failure ends it with pending > 0
-                _progress(int(status.get("rows") or 0), int(status.get("pending") or 0))
+                progress(int(status.get("rows") or 0), int(status.get("pending") or 0))
                 time.sleep(0.5)
                 status = _obj(_obj(client.call("status"))["vectors"])
         print(file=sys.stderr)
-        _print_vectors(status)
+        print_vectors(status)
         return 0 if status.get("state") == "ready" else 1
     config = config_from_args(args)
     if config.embed == "none":
@@ -391,25 +316,63 @@ def embed_command(args: argparse.Namespace) -> int:
     if engine.vectors is None:
         raise ConfigError(f"the {config.embed!r} embedder could not start (see the warning above)")
     sync = engine.vectors.sync
-    sync.on_progress = lambda done, total: _progress(done, total - done)
+    sync.on_progress = lambda done, total: progress(done, total - done)
     try:
         sync.sync(engine.embedding_inputs(), rebuild=args.rebuild)
     finally:
         print(file=sys.stderr)
-    _print_vectors(engine.vectors.status())
+    print_vectors(engine.vectors.status())
     return 0
 
 
-def _progress(done: int, pending: int) -> None:
-    total = done + pending
-    width = 30
-    filled = width * done // total if total else width
-    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="", file=sys.stderr)
+def split_csv(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _print_vectors(status: dict[str, Any]) -> None:
-    print(
-        f"vectors  {status.get('state')}  {status.get('rows', 0)} rows  dim {status.get('dim')}  "
-        f"model {status.get('model') or status.get('embedder')}"
-        + (f"  last error: {status['last_error']}" if status.get("last_error") else "")
-    )
+def request_from_args(args: argparse.Namespace) -> dict[str, object]:
+    """The JSON query request the flags describe (only fields that were given)."""
+    req: dict[str, object] = {"q": args.text, "k": args.k}
+    if args.time_range:
+        req["time_range"] = args.time_range
+    for name in ("now", "tz", "budget_tokens"):
+        if getattr(args, name) is not None:
+            req[name] = getattr(args, name)
+    for name in ("kinds", "paths", "tags"):
+        if getattr(args, name):
+            req[name] = split_csv(getattr(args, name))
+    if args.no_parse_time:
+        req["parse_time"] = False
+    if args.no_links:
+        req["expand_links"] = False
+    if args.explain:
+        req["explain"] = True
+    return req
+
+
+def parse_time_command(args: argparse.Namespace) -> int:
+    from ..timeparse import parse_time_range
+
+    now = None
+    if args.now:
+        try:
+            now = datetime.fromisoformat(args.now)
+        except ValueError:
+            raise BadRequest(
+                f"--now {args.now!r} is not ISO-8601 (e.g. 2026-07-24T15:00)"
+            ) from None
+    try:
+        found = parse_time_range(args.text, now=now, tz=args.tz)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    if args.json:
+        print(json.dumps(found.to_dict() if found else None, ensure_ascii=False))
+    elif found is None:
+        print("no time expression")
+    else:
+        times = f" {found.start_time or ''}-{found.end_time or ''}" if found.start_time else ""
+        print(
+            f"{found.start} .. {found.end}{times}  matched {found.matched!r}  rest {found.rest!r}"
+        )
+    return EXIT_OK if found else EXIT_EMPTY

@@ -1,0 +1,96 @@
+"""The thin client: `wikimem-watch query --json` against a running daemon, beside a 20-line
+standard-library socket client doing the same request, each as a fresh process.
+
+    python bench/client.py                     # vault_example, 30 runs of each
+    python bench/client.py --vault DIR --runs 50
+
+Starts a daemon on the vault (or uses the running one), then alternates the two commands so
+a busy moment hits both alike, and prints the median and p90 wall time of each and their
+ratio. Also lists any heavy module (numpy, watchdog, markdown_it, the engine) the CLI
+imported, from `python -X importtime` (there should be none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("numpy", "watchdog", "markdown_it", "wikimem_watch.core.engine")
+
+STDLIB_CLIENT = r"""
+import json, socket, sys
+path, q = sys.argv[1], sys.argv[2]
+with socket.socket(socket.AF_UNIX) as s:
+    s.connect(path)
+    req = {"jsonrpc": "2.0", "id": 1, "method": "query", "params": {"q": q}}
+    s.sendall(json.dumps(req).encode() + b"\n")
+    print(s.makefile().readline(), end="")
+"""
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--vault", type=Path, default=ROOT / "vault_example")
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--q", default="火锅")
+    args = ap.parse_args()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cli = [sys.executable, "-m", "wikimem_watch"]
+    daemon = None
+    status = subprocess.run(
+        [*cli, "status", "--vault", str(args.vault), "--json"], capture_output=True, env=env
+    )
+    if status.returncode != 0:
+        daemon = subprocess.Popen([*cli, "serve", str(args.vault), "--quiet"], env=env)
+        for _ in range(200):
+            time.sleep(0.05)
+            status = subprocess.run(
+                [*cli, "status", "--vault", str(args.vault), "--json"],
+                capture_output=True,
+                env=env,
+            )
+            if status.returncode == 0:
+                break
+    sock = json.loads(status.stdout)["socket"]
+    ours = [*cli, "query", "--vault", str(args.vault), "--json", args.q]
+    plain = [sys.executable, "-c", STDLIB_CLIENT, sock, args.q]
+    try:
+        a, b = [], []
+        for _ in range(args.runs):
+            a.append(timed(ours, env))
+            b.append(timed(plain, env))
+        trace = subprocess.run(
+            [sys.executable, "-X", "importtime", *ours[1:]], capture_output=True, env=env, text=True
+        ).stderr
+    finally:
+        if daemon is not None:
+            subprocess.run([*cli, "stop", "--vault", str(args.vault)], env=env, check=False)
+            daemon.wait(10)
+    heavy = sorted({m for m in HEAVY for line in trace.splitlines() if line.endswith(f" {m}")})
+
+    def row(name: str, xs: list[float]) -> str:
+        p90 = statistics.quantiles(xs, n=10)[-1]
+        return f"{name:28s} median {statistics.median(xs) * 1000:7.1f} ms   p90 {p90 * 1000:7.1f} ms"
+
+    print(row("wikimem-watch query --json", a))
+    print(row("stdlib socket client", b))
+    print(f"ratio (median)               {statistics.median(a) / statistics.median(b):.2f}x")
+    print(f"heavy modules imported       {', '.join(heavy) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
