@@ -12,10 +12,9 @@ usable from Python::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 __version__ = "0.1.0"
 
+TYPE_CHECKING = False  # importing `typing` here would cost every CLI run; type checkers see True
 if TYPE_CHECKING:  # what type checkers see; at run time the names load on first use
     from .config import Config, load_config
     from .core.engine import Engine

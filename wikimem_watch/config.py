@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import os
 import stat
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -225,6 +224,8 @@ def _read_user_file(path: Path) -> tuple[dict[str, object], dict[str, Endpoint]]
     """The user's settings and allowed endpoints; a problem is the user's ConfigError."""
     if not path.is_file():
         return {}, {}
+    import tomllib  # only when there is a file: a client run without one skips the import
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -283,6 +284,8 @@ def read_vault_file(path: Path) -> tuple[dict[str, object], list[str]]:
         return {}, [f"{path}: ignored: {exc.strerror}"]
     finally:
         os.close(fd)
+    import tomllib
+
     try:
         return tomllib.loads(raw.decode("utf-8")), []
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -17,13 +17,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import re
 import socket
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +41,8 @@ def host_tag() -> str:
 
 def vault_key(config: Config) -> str:
     """A short stable name for a vault on this machine (its resolved path, hashed)."""
+    import hashlib
+
     return hashlib.sha256(str(config.vault).encode()).hexdigest()[:16]
 
 
@@ -51,6 +51,8 @@ def runtime_dir() -> Path:
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and Path(xdg).is_dir() and os.access(xdg, os.W_OK | os.X_OK):
         return Path(xdg) / "wikimem-watch"
+    import tempfile
+
     return Path(tempfile.gettempdir()) / f"wikimem-watch-{os.getuid()}"
 
 

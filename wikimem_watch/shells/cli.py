@@ -7,14 +7,13 @@ unreachable daemon. Errors print ``wikimem-watch: <message>`` on stderr, never a
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from .. import __version__
 from ..errors import WatchError
+from . import output
 from .commands import (
     check_command,
     day_command,
@@ -29,6 +28,12 @@ from .commands import (
     stop_command,
 )
 from .output import EXIT_OK, EXIT_USAGE
+
+TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
+if TYPE_CHECKING:
+    from typing import Any
+
+LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40}
 
 AddFlags = Callable[[argparse.ArgumentParser], None]
 Handler = Callable[[argparse.Namespace], int]
@@ -106,10 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = getattr(logging, str(args.log_level).upper(), None)
-    if not isinstance(level, int):
+    level = LOG_LEVELS.get(str(args.log_level).upper())
+    if level is None:
         parser.error(f"--log-level {args.log_level!r}: expected DEBUG, INFO, WARNING or ERROR")
-    logging.basicConfig(level=level, format="wikimem-watch: %(levelname)s %(message)s")
+    output.LOG_LEVEL = level  # logging is set up by the paths that log (engine, daemon)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)

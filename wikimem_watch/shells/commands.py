@@ -15,9 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..config import Config, load_config
 from ..errors import BadRequest, ConfigError, DaemonUnavailable, WatchError
@@ -30,9 +28,13 @@ from .output import (
     print_result,
     print_vectors,
     progress,
+    use_logging,
 )
 
+TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..core.engine import Engine
 
 
@@ -65,6 +67,7 @@ def open_engine(config: Config, *, vectors: bool = False) -> Engine:
     from ..core.engine import Engine
     from ..vectors.sync import open_vectors
 
+    use_logging()
     engine = Engine(config)
     engine.scan()
     if vectors:
@@ -171,6 +174,7 @@ def _obj(value: object) -> dict[str, Any]:
 def serve_command(args: argparse.Namespace) -> int:
     from ..daemon.service import Daemon
 
+    use_logging()
     vault = args.vault_pos or args.vault
     if vault is None:
         raise ConfigError("serve needs a vault: wikimem-watch serve VAULT")
@@ -357,6 +361,8 @@ def parse_time_command(args: argparse.Namespace) -> int:
     now = None
     if args.now:
         try:
+            from datetime import datetime
+
             now = datetime.fromisoformat(args.now)
         except ValueError:
             raise BadRequest(

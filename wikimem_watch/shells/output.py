@@ -7,9 +7,21 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
+if TYPE_CHECKING:
+    from typing import Any
 
 EXIT_OK, EXIT_EMPTY, EXIT_USAGE = 0, 1, 2
+LOG_LEVEL = 30  # set from --log-level by ``cli.main``
+
+
+def use_logging() -> None:
+    """Configure logging (the only place that does) before a path that logs: an in-process
+    engine or the daemon. A command that only talks to a daemon never imports it."""
+    import logging
+
+    logging.basicConfig(level=LOG_LEVEL, format="wikimem-watch: %(levelname)s %(message)s")
 
 
 def print_json(obj: object) -> None:
