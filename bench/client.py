@@ -83,7 +83,9 @@ def main() -> int:
 
     def row(name: str, xs: list[float]) -> str:
         p90 = statistics.quantiles(xs, n=10)[-1]
-        return f"{name:28s} median {statistics.median(xs) * 1000:7.1f} ms   p90 {p90 * 1000:7.1f} ms"
+        return (
+            f"{name:28s} median {statistics.median(xs) * 1000:7.1f} ms   p90 {p90 * 1000:7.1f} ms"
+        )
 
     print(row("wikimem-watch query --json", a))
     print(row("stdlib socket client", b))
