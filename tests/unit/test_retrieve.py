@@ -51,3 +51,16 @@ def test_budget_cut_is_a_prefix_that_always_keeps_the_first() -> None:
     assert budget_cut([50, 10, 10], 5) == 1
     assert budget_cut([5, 10, 10], 15) == 2
     assert budget_cut([5, 10, 10], None) == 3
+
+
+def test_with_previous_reads_the_score_of_the_candidate_before() -> None:
+    from wikimem_watch.retrieval.fusion import with_previous
+
+    prev = np.array([-1, 0, 1, -1, 3, 2], dtype=np.int64)  # slot → the slot before it
+    slots = np.array([1, 2, 4, 5], dtype=np.int64)  # slot 0 and 3 do not match the query
+    raw = np.array([2.0, 4.0, 1.0, 3.0])
+    got = with_previous(slots, raw, prev, 0.5)
+    # 1 ← 0 (not a candidate): 0; 2 ← 1: 0.5 × 2; 4 ← 3 (not a candidate): 0; 5 ← 2: 0.5 × 4
+    assert got.tolist() == [0.0, 1.0, 0.0, 2.0]
+    assert with_previous(slots, raw, prev, 0.0).tolist() == [0.0] * 4
+    assert with_previous(slots[:0], raw[:0], prev, 0.5).size == 0

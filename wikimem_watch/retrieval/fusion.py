@@ -62,19 +62,21 @@ def normalise_minmax(raw: F64, present: npt.NDArray[np.bool_] | None = None) -> 
     return out
 
 
-def with_previous(slots: I64, raw: F64, prev: I64, capacity: int, weight: float) -> F64:
+def with_previous(slots: I64, raw: F64, prev: I64, weight: float) -> F64:
     """``weight`` × the BM25 score of the entry before each candidate in its day file.
 
     A diary entry is read with the one before it, as its vector is (ADR-0008): "Yes, twice!"
-    answers the question above it. ``prev`` maps every slot to the slot before it (-1: none).
-    Only candidates (entries that match the query themselves) get the term: the entry before
-    sharpens a match, it never makes one.
+    answers the question above it. ``slots`` are the candidates, ascending; ``prev`` maps
+    every slot to the slot before it (-1: none). Only candidates (entries that match the
+    query themselves) get the term: the entry before sharpens a match, it never makes one.
+    Costs O(candidates · log candidates), whatever the size of the index.
     """
     if weight <= 0 or slots.size == 0:
         return np.zeros(slots.size)
-    dense = np.zeros(capacity + 1)  # the last cell answers the -1 of "no entry before"
-    dense[slots] = raw
-    return weight * dense[prev[slots]]
+    before = prev[slots]
+    at = np.minimum(np.searchsorted(slots, before), slots.size - 1)
+    found = (before >= 0) & (slots[at] == before)
+    return np.where(found, weight * raw[at], 0.0)
 
 
 def recency(age_days: F64, half_life_days: float) -> F64:

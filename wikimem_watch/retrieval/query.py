@@ -110,9 +110,7 @@ def _ranked(
     slots, own = engine.index.score(terms)
     day, is_wiki, epoch = engine.slot_arrays()
     weights = _weights(engine, req)
-    prior = with_previous(
-        slots, own, engine.previous_slots(), engine.index.capacity, weights.previous
-    )
+    prior = with_previous(slots, own, engine.previous_slots(), weights.previous)
     keep = _filter(engine, req, slots)
     if gate is not None and gate.source == "explicit":
         keep &= is_wiki[slots] | _inside(engine, gate, slots)  # the caller said which days
