@@ -91,6 +91,9 @@ class Config:
     max_buffered_bytes: int = 32 * 1024 * 1024  # unfinished lines across all connections
     max_connections: int = 256
     idle_timeout_s: float = 60.0  # 0: never close an idle connection
+    http: str | None = None  # HOST:PORT of the HTTP endpoint (ADR-0013); None: socket only
+    http_allow_remote: bool = False  # a non-loopback HTTP address is refused without it
+    http_cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the endpoint
     # Not a setting: what the resolution ignored, and why (shown by ``status``).
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -137,7 +140,7 @@ class Endpoint:
     api_key_env: str
 
 
-_TUPLE_FIELDS = {"include", "exclude"}
+_TUPLE_FIELDS = {"include", "exclude", "http_cors_origins"}
 _PATH_FIELDS = {"cache_dir", "socket"}
 _NOT_SETTINGS = {"vault", "warnings"}
 # (low, high, low is exclusive) for every number: finite, and in a range that keeps the

@@ -34,6 +34,7 @@ from ..core.vault import iter_notes, notes_below
 from ..errors import ConfigError
 from ..retrieval.query import VectorSignal
 from ..vectors.sync import VectorService, open_vectors
+from .http import HttpEndpoint, start_http, token_path
 from .methods import STOP_AFTER_REPLY
 from .runtime import (
     DaemonLock,
@@ -89,6 +90,7 @@ class Daemon:
         # Told one line when the daemon is ready, then one per problem (the flag): ``serve``
         # prints them unless ``--quiet``.
         self.announce = announce
+        self.http: HttpEndpoint | None = None
         self.engine = Engine(config)
         self.cache_problem = cache_dir_problem(config)
         if vectors is None and self.cache_problem is None:
@@ -158,6 +160,7 @@ class Daemon:
         try:
             self.server.bind()
             self.server.start()
+            self.http = start_http(self, self.config, self._after_reply)
             self.watcher.start()  # before the scan: nothing that changes meanwhile is lost
             log.info(
                 "serving %s on %s (%s watcher)",
@@ -182,6 +185,8 @@ class Daemon:
             self.watcher.stop()
             if self.engine.vectors is not None:
                 self.engine.vectors.close()
+            if self.http is not None:
+                self.http.close()
             self.server.close()
             lock.release()
             self._restore_signals(previous)
@@ -323,7 +328,7 @@ class Daemon:
         announce(
             f"ready: {self.config.vault} on {self.socket_path} — {len(self.engine.files)} files, "
             f"{counts['diary']} diary + {counts['wiki']} wiki entries, {self.watcher.kind} "
-            f"watcher, {took:.1f}s",
+            f"watcher, {took:.2f}s" + (f"; HTTP on {self.http.url}" if self.http else ""),
             False,
         )
         problems = [f"skipped {p}: {r}" for p, r in sorted(self.engine.skipped.items())]
@@ -478,6 +483,9 @@ class Daemon:
             uptime_s=round(time.monotonic() - self._started_mono, 3),
             connections=self.server.connection_count(),
             socket_limits=self.server.stats(),
+            http=None
+            if self.http is None
+            else {"url": self.http.url, "token_file": str(token_path(self.config))},
             safety_rescan_s=self.safety_rescan_s,
             vectors=self._vectors_status(),
         )

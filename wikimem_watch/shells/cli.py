@@ -153,6 +153,20 @@ def add_daemon_commands(
         "--idle-timeout-s", type=float, help="close a connection idle this long (default 60)"
     )
     s.add_argument("--max-connections", type=int, help="open connections at once (default 256)")
+    s.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="also serve HTTP + JSON on a loopback address (bearer token; docs/protocol.md)",
+    )
+    s.add_argument(
+        "--http-allow-remote",
+        action="store_true",
+        default=None,
+        help="allow --http on a non-loopback address (reachable from other machines)",
+    )
+    s.add_argument(
+        "--http-cors-origins", help="comma-separated browser origins allowed to call --http"
+    )
     s.add_argument("--max-request-bytes", type=int, help="longest request line (default 1 MiB)")
     s.add_argument(
         "--max-buffered-bytes",

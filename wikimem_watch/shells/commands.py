@@ -56,6 +56,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
             "max_connections",
             "max_request_bytes",
             "max_buffered_bytes",
+            "http",
+            "http_allow_remote",
+            "http_cors_origins",
         )
     }
     return load_config(args.vault, flags)

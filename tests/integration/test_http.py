@@ -1,0 +1,119 @@
+"""The HTTP + JSON endpoint of a real daemon (`serve --http 127.0.0.1:0`): a bearer token,
+loopback Host names only, body limits, and the same answers as the socket (ADR-0013)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon_harness import DaemonProc
+
+from wikimem_watch.daemon.http import parse_address
+from wikimem_watch.errors import ConfigError
+
+
+class Http:
+    """A tiny client for the daemon's endpoint, raw enough to send wrong headers."""
+
+    def __init__(self, daemon: DaemonProc) -> None:
+        info = daemon.result("status")["http"]
+        assert info is not None, "status names the HTTP endpoint"
+        self.host, _, port = info["url"].removeprefix("http://").rpartition(":")
+        self.port = int(port)
+        self.token = Path(info["token_file"]).read_text(encoding="ascii").strip()
+        assert oct(Path(info["token_file"]).stat().st_mode & 0o777) == "0o600"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        token: str | None = "",
+        host: str | None = None,
+    ) -> tuple[int, Any]:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        headers = {"Host": host or f"127.0.0.1:{self.port}"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token or self.token}"
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+        finally:
+            conn.close()
+        return resp.status, json.loads(data) if data else None
+
+
+@pytest.fixture
+def web(vault: Path, start_daemon: Callable[..., DaemonProc]) -> Http:
+    return Http(start_daemon(vault, "--http", "127.0.0.1:0"))
+
+
+def test_a_request_without_the_right_token_is_refused(web: Http) -> None:
+    status, body = web.request("GET", "/v1/status", token=None)
+    assert status == 401 and "bearer token" in body["error"]["message"]
+    assert web.request("GET", "/v1/status", token="not-the-token")[0] == 401
+
+
+def test_a_foreign_host_header_is_refused(web: Http) -> None:
+    status, body = web.request("GET", "/v1/status", host="evil.example:80")
+    assert status == 403 and "Host" in body["error"]["message"]
+    assert web.request("GET", "/v1/status", host=f"localhost:{web.port}")[0] == 200
+
+
+def test_quick_endpoints_answer_like_the_socket(web: Http) -> None:
+    status, result = web.request("GET", "/v1/query?q=sailing&k=3")
+    assert status == 200 and result["hits"][0]["path"] == "wiki/people.md"
+    status, days = web.request("GET", "/v1/days")
+    assert status == 200 and days["days"] == [{"date": "2026-07-20", "entries": 1}]
+    status, day = web.request("GET", "/v1/day/2026-07-20")
+    assert status == 200 and "harbour" in day["entries"][0]["text"]
+    assert web.request("GET", "/v1/status")[1]["state"] == "ready"
+
+
+def test_rpc_takes_the_socket_s_json_rpc_objects(web: Http) -> None:
+    req = {"jsonrpc": "2.0", "id": 7, "method": "query", "params": {"q": "coffee", "k": 1}}
+    status, reply = web.request("POST", "/rpc", json.dumps(req).encode())
+    assert status == 200 and reply["id"] == 7
+    assert "coffee" in reply["result"]["hits"][0]["text"].lower()
+    bad = {"jsonrpc": "2.0", "id": 8, "method": "query", "params": {"q": "x", "k": 0}}
+    status, reply = web.request("POST", "/rpc", json.dumps(bad).encode())
+    assert status == 200 and reply["error"]["code"] == -32602
+
+
+def test_bad_requests_get_clear_statuses(web: Http) -> None:
+    assert web.request("GET", "/v1/query?q=x&k=zero")[0] == 400
+    assert web.request("GET", "/v1/nothing-here")[0] == 404
+    status, body = web.request("GET", "/v1/day/2026-13-40")
+    assert status == 400 and "date" in body["error"]["message"]
+    big = (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "hello", "params": {"pad": "'
+        + b"x" * (1024 * 1024 + 10)
+        + b'"}}'
+    )
+    assert web.request("POST", "/rpc", big)[0] == 413
+
+
+def test_the_daemon_still_serves_its_socket_beside_http(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    daemon = start_daemon(vault, "--http", "127.0.0.1:0")
+    assert daemon.result("query", {"q": "sailing"})["hits"]
+    assert Http(daemon).request("GET", "/v1/query?q=sailing")[0] == 200
+
+
+def test_a_non_loopback_address_needs_an_explicit_allow() -> None:
+    assert parse_address("127.0.0.1:8765", allow_remote=False) == ("127.0.0.1", 8765)
+    assert parse_address("[::1]:0", allow_remote=False) == ("::1", 0)
+    with pytest.raises(ConfigError, match="not a loopback address"):
+        parse_address("0.0.0.0:8765", allow_remote=False)
+    with pytest.raises(ConfigError, match="HOST:PORT"):
+        parse_address("8765", allow_remote=False)
+    assert parse_address("0.0.0.0:8765", allow_remote=True) == ("0.0.0.0", 8765)

@@ -1,0 +1,311 @@
+"""HTTP + JSON beside the socket, for consumers that cannot open a Unix socket (ADR-0013).
+
+A thin skin over the same method table: ``POST /rpc`` takes the JSON-RPC objects the socket
+takes and answers through :func:`~.server.handle_line`; ``GET /v1/query``, ``/v1/days``,
+``/v1/day/DATE`` and ``/v1/status`` call the same methods for quick use. No retrieval or
+write logic lives here.
+
+Secure by default, because a browser can reach loopback too:
+- it binds a loopback address only (another one needs ``http_allow_remote``, with a warning);
+- every request carries ``Authorization: Bearer <token>``; the token is made on first start
+  and kept 0600 beside the daemon's lock, outside the (synced) vault (:func:`token_path`);
+- a ``Host`` header that is not a loopback name is refused (DNS rebinding);
+- no CORS headers unless the user lists origins (``http_cors_origins``);
+- bodies over ``max_request_bytes`` are refused (413), as lines are on the socket.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import threading
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from ..config import Config
+from ..errors import ConfigError, NotFound, WatchError
+from .methods import Service, dispatch
+from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from .runtime import private_dir, runtime_dir, vault_key
+from .server import handle_line
+
+log = logging.getLogger(__name__)
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+# GET /v1/query parameters that are lists (comma-separated in the URL).
+_LIST_PARAMS = frozenset({"kinds", "paths", "tags"})
+
+
+def parse_address(value: str, allow_remote: bool) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) → (host, port); a non-loopback host needs
+    ``allow_remote``. Port 0 asks the system for a free one."""
+    host, sep, port_text = value.rpartition(":")
+    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+        raise ConfigError(f"http={value!r}: expected HOST:PORT, e.g. 127.0.0.1:8765")
+    host = host.strip("[]") or "127.0.0.1"
+    if not _is_loopback(host):
+        if not allow_remote:
+            raise ConfigError(
+                f"http={value!r}: {host!r} is not a loopback address; the endpoint would be "
+                "reachable from other machines (give --http-allow-remote to mean it)"
+            )
+        log.warning("HTTP endpoint on %s: reachable beyond this machine (bearer token only)", host)
+    return host, int(port_text)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def token_path(config: Config) -> Path:
+    """Where this vault's HTTP token is kept: per machine, beside the lock, never synced."""
+    return runtime_dir() / f"{vault_key(config)}.http-token"
+
+
+def load_or_make_token(path: Path) -> str:
+    """The token in ``path``, made (0600, atomically) when there is none yet."""
+    private_dir(path.parent)
+    try:
+        token = path.read_text(encoding="ascii").strip()
+        if len(token) >= 32:
+            return token
+    except FileNotFoundError:
+        pass
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the HTTP token {str(path)!r}: {exc}") from None
+    token = secrets.token_urlsafe(32)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, token.encode("ascii") + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return token
+
+
+def start_http(
+    service: Service, config: Config, after_reply: Callable[[str], None]
+) -> HttpEndpoint | None:
+    """Start the endpoint ``config.http`` asks for (None when it asks for none)."""
+    if not config.http:
+        return None
+    address = parse_address(config.http, config.http_allow_remote)
+    token = load_or_make_token(token_path(config))
+    try:
+        endpoint = HttpEndpoint(
+            service,
+            address,
+            token,
+            max_body_bytes=config.max_request_bytes,
+            cors_origins=config.http_cors_origins,
+            after_reply=after_reply,
+        )
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on http={config.http!r}: {exc.strerror}") from None
+    endpoint.start()
+    log.info("HTTP on %s (token in %s)", endpoint.url, token_path(config))
+    return endpoint
+
+
+class HttpEndpoint:
+    """The HTTP listener of one daemon: a thread per request, stopped with the daemon."""
+
+    def __init__(
+        self,
+        service: Service,
+        address: tuple[str, int],
+        token: str,
+        *,
+        max_body_bytes: int,
+        cors_origins: tuple[str, ...] = (),
+        after_reply: Callable[[str], None] | None = None,
+    ) -> None:
+        self.service = service
+        self.token = token
+        self.max_body_bytes = max_body_bytes
+        self.cors_origins = cors_origins
+        self.after_reply = after_reply
+        handler = type("Handler", (_Handler,), {"endpoint": self})
+        self.httpd = ThreadingHTTPServer(address, handler)
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = str(self.httpd.server_address[0]), int(self.httpd.server_address[1])
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, name="http", kwargs={"poll_interval": 0.2}
+        )
+        self._thread.daemon = True
+        self._thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    endpoint: HttpEndpoint
+    protocol_version = "HTTP/1.1"
+    server_version = "wikimem-watch"
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("http %s", format % args)
+
+    # ------------------------------------------------------------------ routing
+
+    def do_GET(self) -> None:
+        if not self._admitted():
+            return
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        parts = [p for p in url.path.split("/") if p]
+        try:
+            if parts == ["v1", "query"]:
+                params: dict[str, object] = {
+                    k: (v.split(",") if k in _LIST_PARAMS else v) for k, v in query.items()
+                }
+                if "k" in params:
+                    params["k"] = _int(str(params["k"]), "k")
+                result = self._call("query", params)
+            elif parts == ["v1", "days"]:
+                result = self._call("days", query)
+            elif len(parts) == 3 and parts[:2] == ["v1", "day"]:
+                result = self._call("day", {"date": parts[2]})
+            elif parts == ["v1", "status"]:
+                result = self._call("status", {})
+            else:
+                raise NotFound(f"no such endpoint {url.path!r}; see docs/protocol.md (HTTP)")
+        except (WatchError, ProtocolError) as exc:
+            self._error(exc)
+            return
+        except Exception:
+            log.exception("internal error answering GET %s", url.path)
+            self._send_error_body(500, f"internal error in GET {url.path} (see the daemon log)")
+            return
+        self._json(200, result)
+
+    def do_POST(self) -> None:
+        if not self._admitted():
+            return
+        if urlsplit(self.path).path != "/rpc":
+            self._error(NotFound(f"POST goes to /rpc, not {self.path!r}"))
+            return
+        body = self._body()
+        if body is None:
+            return
+        reply, method = handle_line(self.endpoint.service, body)
+        if reply is None:
+            self._send(204, b"", "application/json")
+        else:
+            self._send(200, reply, "application/json")
+        if method is not None and self.endpoint.after_reply is not None:
+            self.endpoint.after_reply(method)
+
+    def do_OPTIONS(self) -> None:  # a CORS preflight, answered only for listed origins
+        origin = self.headers.get("Origin")
+        if not self._host_ok() or origin not in self.endpoint.cors_origins:
+            self._send(403, b"", "text/plain")
+            return
+        self.send_response(204)
+        self.send_header("Access-Control-Allow-Origin", origin)
+        self.send_header("Access-Control-Allow-Methods", "GET, POST")
+        self.send_header("Access-Control-Allow-Headers", "Authorization, Content-Type")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    # ------------------------------------------------------------------ checks
+
+    def _host_ok(self) -> bool:
+        host = (self.headers.get("Host") or "").strip()
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        bound = str(self.endpoint.httpd.server_address[0])
+        return name.lower() in LOOPBACK_NAMES or name.strip("[]") == bound
+
+    def _admitted(self) -> bool:
+        if not self._host_ok():
+            self._send_error_body(403, "Host header is not this machine (DNS rebinding refused)")
+            return False
+        given = self.headers.get("Authorization") or ""
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            token.strip().encode(), self.endpoint.token.encode()
+        ):
+            self._send_error_body(
+                401, "missing or wrong bearer token (see `wikimem-watch status`: http token)"
+            )
+            return False
+        return True
+
+    def _body(self) -> bytes | None:
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self._send_error_body(411, "a POST needs a Content-Length")
+            return None
+        if int(length) > self.endpoint.max_body_bytes:
+            self._send_error_body(
+                413, f"body of {length} bytes; at most {self.endpoint.max_body_bytes}"
+            )
+            self.close_connection = True
+            return None
+        return self.rfile.read(int(length))
+
+    # ------------------------------------------------------------------ replies
+
+    def _call(self, method: str, params: Mapping[str, object]) -> object:
+        result = dispatch(self.endpoint.service, method, dict(params))
+        if self.endpoint.after_reply is not None:
+            self.endpoint.after_reply(method)
+        return result
+
+    def _error(self, exc: WatchError | ProtocolError) -> None:
+        status = 404 if isinstance(exc, NotFound) or exc.code == METHOD_NOT_FOUND else 400
+        self._json(status, {"error": {"code": exc.code, "message": exc.message}})
+
+    def _send_error_body(self, status: int, message: str) -> None:
+        self._json(status, {"error": {"code": -32000, "message": message}})
+
+    def _json(self, status: int, obj: object) -> None:
+        body = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode() + b"\n"
+        self._send(status, body, "application/json; charset=utf-8")
+
+    def _send(self, status: int, body: bytes, kind: str) -> None:
+        self.send_response(status)
+        if status == 401:
+            self.send_header("WWW-Authenticate", 'Bearer realm="wikimem-watch"')
+        origin = self.headers.get("Origin")
+        if origin and origin in self.endpoint.cors_origins:
+            self.send_header("Access-Control-Allow-Origin", origin)
+            self.send_header("Vary", "Origin")
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        if body:
+            self.wfile.write(body)
+
+
+def _int(value: str, name: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ProtocolError(INVALID_PARAMS, f"{name}: expected an integer, got {value!r}") from None
