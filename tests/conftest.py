@@ -23,7 +23,9 @@ def _no_user_config(
 def example_vault(tmp_path: Path) -> Path:
     """A private copy of vault_example/, safe to edit."""
     dst = tmp_path / "vault"
-    shutil.copytree(EXAMPLE, dst)
+    shutil.copytree(
+        EXAMPLE, dst, ignore=shutil.ignore_patterns(".wikimem")
+    )  # a live cache or socket
     return dst
 
 
