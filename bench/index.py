@@ -261,7 +261,7 @@ def _doc_text(entry: Any) -> str:
     from wikimem_watch.config import Config
     from wikimem_watch.core.engine import indexed_text
 
-    return indexed_text(entry, Config.heading_weight)
+    return indexed_text(entry, Config(vault=Path(".")).heading_weight)
 
 
 def _index_only(docs: Sequence[list[str]]) -> float:

@@ -77,11 +77,31 @@ def test_remove_and_replace_keep_statistics_exact() -> None:
 def test_freed_slots_are_reused_without_stale_postings() -> None:
     index = Bm25Index()
     index.upsert("x", ["alpha"])
+    slot = index.slot("x")
     index.remove("x")
-    index.flush()
+    index.flush(force=True)
     index.upsert("y", ["beta"])
+    assert index.slot("y") == slot  # compaction freed the slot
     assert scores_by_key(index, ["alpha"]) == {}
     assert set(scores_by_key(index, ["beta"])) == {"y"}
+
+
+def test_a_removal_leaves_a_tombstone_until_enough_have_gathered() -> None:
+    from wikimem_watch.core.bm25 import COMPACT_MIN
+
+    index = Bm25Index()
+    index.upsert_many([(f"d{i}", ["common", f"w{i}"]) for i in range(10)])
+    index.remove("d3")
+    index.flush()  # one tombstone is far below the threshold: no pass over "common"
+    assert len(np.frombuffer(index._post_slot[index._term_id["common"]], dtype=np.int32)) == 10
+    assert "d3" not in scores_by_key(index, ["common"])  # masked: queries stay exact
+    index.upsert("d3", ["common", "again"])
+    assert index.slot("d3") == 10  # a tombstoned slot is not reused before compaction
+    for i in range(COMPACT_MIN):
+        index.upsert(f"n{i}", ["x"])
+        index.remove(f"n{i}")
+    index.flush()
+    assert len(np.frombuffer(index._post_slot[index._term_id["common"]], dtype=np.int32)) == 10
 
 
 def test_empty_index_and_empty_query_score_nothing() -> None:

@@ -6,9 +6,11 @@ any edit sequence equal those of a fresh build. Postings live in ``array('i')`` 
 numpy reads without copying, which keeps memory near 8 bytes a posting and lets one query
 score every candidate with a few vector operations.
 
-Removal marks a document's slot dead and queues its terms; :meth:`Bm25Index.flush` (called by
-the engine after each batch of changes) drops dead postings from just those terms and frees
-the slots. Scoring masks dead slots, so a query between the two is still exact.
+Removal marks a document's slot dead (a tombstone) and queues its terms; scoring masks dead
+slots, so every query is exact. :meth:`Bm25Index.flush` (called by the engine after each
+batch of changes) compacts once the tombstones pass a share of the index, dropping dead
+postings from just the touched terms and freeing the slots: an edit costs O(its own terms)
+amortised, whatever the size of the corpus (ADR-0014).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import numpy.typing as npt
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+COMPACT_MIN = 1024  # dead slots kept before a compaction is worth its pass
+COMPACT_FRACTION = 0.125  # ... or this share of the live documents, whichever is larger
 
 
 class Bm25Index:
@@ -147,9 +151,18 @@ class Bm25Index:
         self._dead.append(slot)
         return True
 
-    def flush(self) -> None:
-        """Drop dead postings from the terms they touched and free their slots."""
+    def flush(self, force: bool = False) -> None:
+        """Compact: drop dead postings from the terms they touched and free their slots.
+
+        Removal leaves a tombstone (the slot stays dead and is masked in :meth:`score`), so
+        one edit costs O(its own terms), not O(the posting lists it touches), which grow
+        with the corpus. Compaction runs once the dead slots pass ``COMPACT_FRACTION`` of the
+        live ones (at least ``COMPACT_MIN``): its cost, linear in the touched lists, is spread
+        over that many edits, so an edit costs the same amortised at 10k and 1M entries.
+        """
         if not self._dead:
+            return
+        if not force and len(self._dead) < max(COMPACT_MIN, COMPACT_FRACTION * len(self._slot_of)):
             return
         alive = self._alive
         for tid in self._dirty_terms:
