@@ -245,3 +245,31 @@ def test_words_that_match_nothing_list_the_window(tmp_path: Path) -> None:
         "diary/2026-11-21.md#12:00",
         "diary/2026-11-21.md#19:00",
     ]
+
+
+def test_the_window_count_from_day_totals_equals_counting_entries(tmp_path: Path) -> None:
+    from datetime import date
+
+    from wikimem_watch.retrieval.gate import Gate, count_window, window_entries
+
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-13.md": "## 08:00\na\n\n## 12:00\nb\n",
+            "diary/2026-11-14.md": "## 07:00\nc\n\n## 09:30\nd\n\n## 20:00\ne\n",
+            "notes/x.md": "# X\nnot on the time axis\n",
+        },
+    )
+    for fields in ({}, {"paths": ["diary/2026-11-14.md"]}, {"kinds": ["wiki"]}):
+        req = QueryRequest.from_dict({"q": "x", **fields})
+        for start, end in (("2026-11-13", "2026-11-14"), ("2026-11-14", "2026-11-14")):
+            gate = Gate(
+                date.fromisoformat(start),
+                date.fromisoformat(end),
+                "explicit",
+                limit_day=date(2026, 11, 14),
+                limit_time="10:00",  # 20:00 on the 14th is after now
+            )
+            assert count_window(engine, req, gate) == len(window_entries(engine, req, gate))
+    whole = Gate(date(2026, 11, 1), date(2026, 11, 30), "explicit", limit_day=date(2026, 11, 14))
+    assert count_window(engine, QueryRequest.from_dict({"q": "x"}), whole) == 5

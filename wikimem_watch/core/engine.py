@@ -459,6 +459,15 @@ class Engine:
                 out.extend(self.entries[i] for i in self.days.get(day, ()))
             return out
 
+    def count_days(self, start: date, end: date) -> int:
+        """How many diary entries are dated within [start, end]. Costs O(days)."""
+        with self.lock:
+            if (end - start).days > 4 * len(self.days):
+                lo, hi = start.isoformat(), end.isoformat()
+                return sum(len(ids) for d, ids in self.days.items() if lo <= d <= hi)
+            days = ((start + timedelta(n)).isoformat() for n in range((end - start).days + 1))
+            return sum(len(self.days.get(d, ())) for d in days)
+
     def backlinks(self, rel: str) -> list[tuple[Entry, Link]]:
         with self.lock:
             if rel not in self.files:

@@ -165,27 +165,60 @@ def tag_matches(want: str, have: str) -> bool:
     return have == want or have.startswith(want.rstrip("/") + "/")
 
 
-def window_entries(engine: Engine, req: QueryRequest, gate: Gate) -> list[Entry]:
-    """The diary entries inside the window that pass the filters, oldest first."""
+def _bounded(gate: Gate) -> tuple[date, date] | None:
+    """The window's days, cut at ``now``; None when it lies wholly after ``now``."""
     if gate.limit_day is not None and gate.start > gate.limit_day:
-        return []
+        return None
     end = min(gate.end, gate.limit_day) if gate.limit_day is not None else gate.end
-    found = engine.window_entries(gate.start, end)
-    return [e for e in found if gate.contains(e) and passes(req, e)]
+    return gate.start, end
 
 
-def settle(engine: Engine, req: QueryRequest, gate: Gate) -> tuple[Gate, list[Entry]]:
+def window_entries(
+    engine: Engine, req: QueryRequest, gate: Gate, limit: int | None = None
+) -> list[Entry]:
+    """The diary entries inside the window that pass the filters, oldest first (the first
+    ``limit`` of them when given)."""
+    days = _bounded(gate)
+    if days is None:
+        return []
+    out: list[Entry] = []
+    for entry in engine.window_entries(*days):
+        if gate.contains(entry) and passes(req, entry):
+            out.append(entry)
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+def count_window(engine: Engine, req: QueryRequest, gate: Gate) -> int:
+    """How many diary entries the window holds, from the per-day counts when no filter or
+    time of day needs each entry looked at: O(days), not O(entries), for a year's window."""
+    days = _bounded(gate)
+    if days is None:
+        return 0
+    exact_times = gate.start_time is not None and gate.start == gate.end and not gate.widened
+    if req.paths or req.tags or "diary" not in req.kinds or exact_times:
+        return len(window_entries(engine, req, gate))
+    total = engine.count_days(*days)
+    if gate.limit_day is not None and days[1] == gate.limit_day:  # later today is not in it
+        total -= sum(
+            1 for e in engine.entries_on(gate.limit_day.isoformat()) if not gate.contains(e)
+        )
+    return total
+
+
+def settle(engine: Engine, req: QueryRequest, gate: Gate) -> Gate:
     """Widen a window that holds no entries (±1, then ±3 days, never past ``now``).
 
     A parsed window still empty is not applied (``fallback: "empty"``); an explicit one holds.
-    Returns the window and its entries, oldest first.
+    Returns the window with ``entries``, how many it holds.
     """
     g = gate
     for days in (0, *WIDEN_STEPS_DAYS):
         g = gate.widen(days) if days else gate
-        found = window_entries(engine, req, g)
-        if found:
-            return replace(g, entries=len(found)), found
+        held = count_window(engine, req, g)
+        if held:
+            return replace(g, entries=held)
     if gate.source == "parsed":
-        return replace(g, fallback="empty"), []
-    return g, []
+        return replace(g, fallback="empty")
+    return g

@@ -30,7 +30,7 @@ from .fusion import (
     top_k,
     with_previous,
 )
-from .gate import Gate, local_now, passes, resolve_gate, settle
+from .gate import Gate, local_now, passes, resolve_gate, settle, window_entries
 from .request import QueryRequest
 
 F64 = npt.NDArray[np.float64]
@@ -67,7 +67,7 @@ def run_query(
     cut = False
     with engine.lock:
         if gate is not None:
-            gate, inside = settle(engine, req, gate)
+            gate = settle(engine, req, gate)
         applied = gate if gate is not None and gate.fallback is None else None
         hits: list[dict[str, object]] = []
         embedding_used = False
@@ -77,8 +77,9 @@ def run_query(
             # Only time words, or words that match nothing inside the window ("what was my
             # mood on May 2nd"): what the window holds is the answer, in time order; matches
             # from elsewhere may follow it.
-            head = [_hit(e, None, [], True) for e in inside[: req.k]]
-            listing, cut = True, len(inside) > len(head)
+            inside = window_entries(engine, req, applied, limit=req.k)
+            head = [_hit(e, None, [], True) for e in inside]
+            listing, cut = True, applied.entries > len(head)
             hits = head + hits[: req.k - len(head)]
             costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
             hits = hits[: budget_cut(costs, req.budget_tokens)]
