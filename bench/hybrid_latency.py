@@ -27,7 +27,7 @@ from wikimem_watch.core.engine import Engine  # noqa: E402
 from wikimem_watch.retrieval.query import run_query  # noqa: E402
 from wikimem_watch.retrieval.request import QueryRequest  # noqa: E402
 from wikimem_watch.vectors.embedders import HashEmbedder  # noqa: E402
-from wikimem_watch.vectors.sync import VectorService  # noqa: E402
+from wikimem_watch.vectors.service import VectorService  # noqa: E402
 
 
 def pct(samples: list[float], q: float) -> float:

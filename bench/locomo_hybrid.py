@@ -29,7 +29,7 @@ from wikimem_watch.core.engine import Engine
 from wikimem_watch.retrieval.query import run_query
 from wikimem_watch.retrieval.request import QueryRequest
 from wikimem_watch.vectors.embedders import LocalEmbedder
-from wikimem_watch.vectors.sync import VectorService
+from wikimem_watch.vectors.service import VectorService
 
 
 def main() -> int:

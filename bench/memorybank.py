@@ -55,7 +55,7 @@ def build_engine(vault: Path, overrides: dict[str, object], cache: Path | None) 
     engine.scan()
     if cache is not None:
         from wikimem_watch.vectors.embedders import LocalEmbedder
-        from wikimem_watch.vectors.sync import VectorService
+        from wikimem_watch.vectors.service import VectorService
 
         service = VectorService(LocalEmbedder(), cache)
         service.open()

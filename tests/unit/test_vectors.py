@@ -17,15 +17,10 @@ from wikimem_watch.core.parse import parse_note, text_hash
 from wikimem_watch.vectors.cache import VectorCache
 from wikimem_watch.vectors.embedders import EmbedError, HashEmbedder
 from wikimem_watch.vectors.files import KEYS_FILE, atomic_write
-from wikimem_watch.vectors.sync import (
-    CONTEXT,
-    CONTEXT_CHARS,
-    REBUILD_DIR,
-    VectorService,
-    VectorSync,
-    embedding_text,
-    embedding_texts,
-)
+from wikimem_watch.vectors.policy import MergePolicy
+from wikimem_watch.vectors.service import VectorService
+from wikimem_watch.vectors.sync import REBUILD_DIR, VectorSync
+from wikimem_watch.vectors.texts import CONTEXT, CONTEXT_CHARS, embedding_text, embedding_texts
 
 Matrix = npt.NDArray[np.float32]
 
@@ -59,10 +54,15 @@ def vault(n: int, salt: str = "") -> dict[str, str]:
     return {content_hash(t): t for t in texts}
 
 
-def open_cache(path: Path, embedder: HashEmbedder, **kw: int | float) -> VectorCache:
-    cache = VectorCache(path, embedder.fingerprint, **kw)  # type: ignore[arg-type]
+def open_cache(path: Path, embedder: HashEmbedder, policy: MergePolicy | None = None) -> VectorCache:
+    cache = VectorCache(path, embedder.fingerprint, policy=policy)
     cache.load()
     return cache
+
+
+def base_npy(path: Path) -> Path:
+    """The matrix the fixed-name keys file (a copy of the base's keys) names."""
+    return path / json.loads((path / KEYS_FILE).read_text().splitlines()[0])["vectors_file"]
 
 
 def files(path: Path, pattern: str = "*") -> list[str]:
@@ -111,8 +111,9 @@ def test_one_changed_entry_is_one_call_and_one_small_segment(tmp_path: Path) -> 
     cache = open_cache(tmp_path, emb)
     VectorSync(emb, cache).sync(entries)
     cache.compact(entries)  # a compacted base, no segments
-    base_bytes = (tmp_path / "vectors-000001.npy").stat().st_size
-    assert files(tmp_path, "seg-*") == []
+    base_bytes = base_npy(tmp_path).stat().st_size
+    before = set(files(tmp_path, "seg-*"))
+    assert len(before) == 2 and cache.stats()["segments"] == 0
 
     edited = dict(entries)
     old = next(iter(edited))
@@ -122,8 +123,11 @@ def test_one_changed_entry_is_one_call_and_one_small_segment(tmp_path: Path) -> 
     sync = VectorSync(emb, open_cache(tmp_path, emb))
     assert sync.sync(edited) == 1
     assert emb.calls == [["an edited entry"]]
-    segments = files(tmp_path, "seg-*")
+    segments = sorted(set(files(tmp_path, "seg-*")) - before)
     assert len(segments) == 2  # one .npy and its .keys.jsonl
+    assert sync.cache.stats()["bytes_written"] == sum(
+        (tmp_path / name).stat().st_size for name in segments
+    )
     written = sum((tmp_path / name).stat().st_size for name in segments)
     assert written * 20 < base_bytes  # O(changed rows), not the whole matrix
     assert sync.cache.has(content_hash("an edited entry"))
@@ -168,7 +172,7 @@ def test_search_is_restricted_to_the_given_hashes_and_cosines_match(tmp_path: Pa
 def test_corrupt_keys_line_drops_only_that_segment(tmp_path: Path) -> None:
     emb = CountingEmbedder()
     first, second = vault(5, "a"), vault(5, "b")
-    cache = open_cache(tmp_path, emb)
+    cache = open_cache(tmp_path, emb, MergePolicy(max_segment_fraction=1.0))
     sync = VectorSync(emb, cache)
     sync.sync(first)
     seg_a = set(files(tmp_path, "seg-*.keys.jsonl"))
@@ -216,13 +220,14 @@ def test_npy_whose_rows_disagree_with_its_header_is_dropped(tmp_path: Path) -> N
     cache = open_cache(tmp_path, emb)
     VectorSync(emb, cache).sync(entries)
     cache.compact(entries)
-    npy = tmp_path / "vectors-000001.npy"
+    npy = base_npy(tmp_path)
     fewer = np.zeros((3, 64), dtype=np.float32)
     np.save(npy, fewer)
-    header, *rows = (tmp_path / KEYS_FILE).read_text().splitlines()
+    keys = npy.with_name(npy.name.replace(".npy", ".keys.jsonl"))
+    header, *rows = keys.read_text().splitlines()
     fields = json.loads(header)
     fields["sha256"] = hashlib.sha256(npy.read_bytes()).hexdigest()  # checksum fine, rows not
-    (tmp_path / KEYS_FILE).write_text("\n".join([json.dumps(fields), *rows]) + "\n")
+    keys.write_text("\n".join([json.dumps(fields), *rows]) + "\n")
     reloaded = open_cache(tmp_path, emb)
     assert reloaded.state == "ready" and reloaded.stats()["hashes"] == 0
     assert "shape" in str(reloaded.stats()["dropped"])
@@ -253,7 +258,9 @@ def test_rebuild_replaces_mismatched_vectors(tmp_path: Path) -> None:
     assert VectorSync(emb, cache).sync(vault(4), rebuild=True) == 4
     assert cache.state == "ready" and open_cache(tmp_path, emb).stats()["hashes"] == 4
     assert not (tmp_path / REBUILD_DIR).exists()
-    assert files(tmp_path, "seg-*") == [], "the other model's files went with the swap"
+    assert files(tmp_path, "seg-*") == sorted(
+        [base_npy(tmp_path).name, base_npy(tmp_path).name.replace(".npy", ".keys.jsonl")]
+    ), "the other model's files went with the swap"
 
 
 def test_interrupted_rebuild_resumes_and_keeps_written_segments(tmp_path: Path) -> None:
@@ -343,7 +350,7 @@ def test_non_finite_vectors_are_a_failed_embedding_never_stored(tmp_path: Path) 
     assert len(emb.calls) == calls, "a failed text is not retried on every sync"
     assert all(np.isfinite(s) for s in service.cosines("cat", list(entries), 10).values())
     assert service.cosines("nanquery", list(entries), 10) is None, "BM25 only, said once"
-    assert np.isfinite(service.cache._mat).all(), "nothing non-finite is held"
+    assert np.isfinite(service.cache._m.mat).all(), "nothing non-finite is held"
 
 
 def test_a_cache_row_that_is_not_finite_on_disk_is_treated_as_missing(tmp_path: Path) -> None:
@@ -352,15 +359,16 @@ def test_a_cache_row_that_is_not_finite_on_disk_is_treated_as_missing(tmp_path: 
     cache = open_cache(tmp_path, emb)
     VectorSync(emb, cache).sync(entries)
     cache.compact(entries)
-    header, *rows = (tmp_path / KEYS_FILE).read_text().splitlines()
+    npy = base_npy(tmp_path)
+    keys = npy.with_name(npy.name.replace(".npy", ".keys.jsonl"))
+    header, *rows = keys.read_text().splitlines()
     fields = json.loads(header)
-    npy = tmp_path / fields["vectors_file"]
     matrix = np.load(npy)
     matrix[0, 0] = np.nan  # a self-consistent file (checksums rewritten) with a NaN row
     atomic_write(npy, b"")
     np.save(npy, matrix)
     fields["sha256"] = hashlib.sha256(npy.read_bytes()).hexdigest()
-    (tmp_path / KEYS_FILE).write_text("\n".join([json.dumps(fields), *rows]) + "\n")
+    keys.write_text("\n".join([json.dumps(fields), *rows]) + "\n")
     assert open_cache(tmp_path, emb).stats()["hashes"] == 3
 
 
@@ -370,29 +378,33 @@ def test_compaction_keeps_exactly_the_live_rows(tmp_path: Path) -> None:
     cache = open_cache(tmp_path, emb)
     sync = VectorSync(emb, cache, batch_size=5, flush_rows=5)
     sync.sync(entries)
-    assert len(files(tmp_path, "seg-*.npy")) == 6
+    assert cache.stats()["disk_rows"] == 30
     live = list(entries)[::2]
     cache.compact(live)
-    assert files(tmp_path, "seg-*") == []
-    assert files(tmp_path, "vectors*") == ["vectors-000001.npy", KEYS_FILE]
+    base = base_npy(tmp_path)
+    assert files(tmp_path, "seg-*") == sorted([base.name, base.name.replace(".npy", ".keys.jsonl")])
     reloaded = open_cache(tmp_path, emb)
     assert reloaded.missing(entries) == list(entries)[1::2]
     assert reloaded.stats()["rows"] == reloaded.stats()["disk_rows"] == 15
+    assert reloaded.stats()["base"] == base.name
     query = emb.embed_query(entries[live[3]])
     assert reloaded.search(query, None, 1)[0][0] == live[3]
     reloaded.compact(live[:2])
-    assert files(tmp_path, "vectors*") == ["vectors-000002.npy", KEYS_FILE]
+    assert len(files(tmp_path, "seg-*")) == 2 and base_npy(tmp_path) != base
 
 
-def test_sync_compacts_by_itself_when_segments_pile_up(tmp_path: Path) -> None:
+def test_sync_merges_by_itself_when_segments_pile_up(tmp_path: Path) -> None:
     emb = CountingEmbedder()
-    cache = open_cache(tmp_path, emb, max_segments=3)
+    policy = MergePolicy(fanout=3, max_segment_fraction=1.0, max_dead_fraction=1.0)
+    cache = open_cache(tmp_path, emb, policy)
     sync = VectorSync(emb, cache)
-    entries: dict[str, str] = {}
-    for i in range(5):
+    entries = vault(40)
+    sync.sync(entries)  # the base: 40 rows
+    for i in range(12):
         entries[content_hash(f"edit {i}")] = f"edit {i}"
         sync.sync(entries)
-    assert len(files(tmp_path, "seg-*.npy")) <= 3
+    groups = cache.stats()["segments"]
+    assert isinstance(groups, int) and 1 <= groups <= 2 * (3 - 1)  # tiers of < 3 groups
     assert open_cache(tmp_path, emb).missing(entries) == []
 
 

@@ -26,7 +26,8 @@ import numpy.typing as npt
 
 from ..config import Config
 from ..errors import NotFound
-from ..vectors.sync import VectorService, embedding_texts
+from ..vectors.service import VectorService
+from ..vectors.texts import embedding_texts
 from .bm25 import Bm25Index
 from .models import Entry, Link
 from .parse import parse_note, text_hash

@@ -33,7 +33,7 @@ from ..core.engine import ApplyStats, Engine
 from ..core.vault import iter_notes, notes_below
 from ..errors import ConfigError
 from ..retrieval.query import VectorSignal
-from ..vectors.sync import VectorService, open_vectors
+from ..vectors.service import VectorService, open_vectors
 from .http import HttpEndpoint, start_http, token_path
 from .methods import STOP_AFTER_REPLY
 from .runtime import (

@@ -68,7 +68,7 @@ def open_engine(config: Config, *, vectors: bool = False) -> Engine:
     """An in-process engine over a fresh scan; with ``vectors``, the configured embeddings
     component reads the vector cache as it is (in-process queries never embed the vault)."""
     from ..core.engine import Engine
-    from ..vectors.sync import open_vectors
+    from ..vectors.service import open_vectors
 
     use_logging()
     engine = Engine(config)

@@ -36,12 +36,14 @@ if TYPE_CHECKING:
     FloatMatrix = npt.NDArray[np.float32]
     BoolArray = npt.NDArray[np.bool_]
 
-KEYS_FILE = "vectors.keys.jsonl"
+KEYS_FILE = "vectors.keys.jsonl"  # a copy of the base's keys (wikimem reads this name)
 FORMAT = 2
 BLOCK_ROWS = 256
 ORPHAN_GRACE_S = 3600.0  # a synced-in half segment may wait this long for its other half
 BASE_NPY = re.compile(r"vectors-(\d{6})\.npy")
 SEG_KEYS = re.compile(r"seg-[0-9a-f]{16}\.keys\.jsonl")
+SEG_NPY = re.compile(r"seg-[0-9a-f]{16}\.npy")
+MANIFEST_NPY = re.compile(r"vectors-\d{6}\.npy|seg-[0-9a-f]{16}\.npy")
 OURS = re.compile(r"vectors-\d{6}\.npy|seg-[0-9a-f]{16}\.(npy|keys\.jsonl)|\..+\.tmp")
 Span = tuple[str, int, int]  # (content hash, first row, row count): a hash's chunks
 
@@ -98,11 +100,17 @@ def write_group(
     fingerprint: Mapping[str, object],
     spans: list[Span],
     matrix: FloatMatrix,
-) -> None:
-    """Write the matrix, then its keys file (header: file name, fingerprint, dim, checksums)."""
+    *,
+    copy_keys_to: Path | None = None,
+    npy: bytes | None = None,
+) -> int:
+    """Write the matrix, then its keys file (header: file name, fingerprint, dim, checksums);
+    returns the bytes written. ``copy_keys_to`` also writes the same keys bytes there (the
+    fixed-name ``vectors.keys.jsonl`` that wikimem reads), after the group is complete;
+    ``npy`` is the matrix's ``.npy`` bytes when the caller has them already."""
     import numpy as np
 
-    npy = npy_bytes(matrix)
+    npy = npy_bytes(matrix) if npy is None else npy
     raw = np.ascontiguousarray(matrix, dtype=np.float32).tobytes()
     step = BLOCK_ROWS * int(matrix.shape[1]) * 4
     header = {
@@ -117,8 +125,12 @@ def write_group(
     }
     lines = [json.dumps(header, ensure_ascii=False)]
     lines += [json.dumps({"hash": h, "chunk": c}) for h, _, n in spans for c in range(n)]
+    keys = ("\n".join(lines) + "\n").encode("utf-8")
     atomic_write(npy_path, npy)
-    atomic_write(keys_path, ("\n".join(lines) + "\n").encode("utf-8"))
+    atomic_write(keys_path, keys)
+    if copy_keys_to is not None:
+        atomic_write(copy_keys_to, keys)
+    return len(npy) + len(keys) * (1 if copy_keys_to is None else 2)
 
 
 def read_keys(keys_path: Path, npy_name: re.Pattern[str]) -> tuple[dict[str, object], list[Span]]:
@@ -145,6 +157,19 @@ def read_keys(keys_path: Path, npy_name: re.Pattern[str]) -> tuple[dict[str, obj
         else:
             raise ValueError(f"chunks of {h!r} are not contiguous at line {row + 2}")
     return header, spans
+
+
+def signature(*paths: Path) -> tuple[int, ...]:
+    """(mtime_ns, size) of each path, -1s when missing: a file group changed since it was read."""
+    out: list[int] = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            out += [-1, -1]
+            continue
+        out += [st.st_mtime_ns, st.st_size]
+    return tuple(out)
 
 
 def _block_sum(data: bytes) -> str:

@@ -18,14 +18,13 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from wikimem_watch.config import Config, cache_dir_problem
-from wikimem_watch.core.models import Entry
 from wikimem_watch.vectors.cache import VectorCache
-from wikimem_watch.vectors.embedders import Embedder, EmbedError, chunk_text, make_embedder
+from wikimem_watch.vectors.embedders import Embedder, EmbedError, chunk_text
+from wikimem_watch.vectors.peers import ACTIVE_S, Peers
+from wikimem_watch.vectors.texts import CONTEXT, CONTEXT_CHARS, embedding_text, embedding_texts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,56 +34,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTEXT",
+    "CONTEXT_CHARS",
     "REBUILD_DIR",
-    "VectorService",
     "VectorSync",
     "embedding_text",
     "embedding_texts",
-    "open_vectors",
 ]
 
 log = logging.getLogger(__name__)
 
 REBUILD_DIR = "rebuild"  # a rebuild's new cache, beside the working one until it completes
 ProgressFn = Callable[[int, int], None]  # (done, total)
-
-
-CONTEXT_CHARS = 200  # how much of the entry before it a diary entry's vector reads (ADR-0008)
-CONTEXT = f"diary-previous-entry-tail-{CONTEXT_CHARS}"  # in the cache fingerprint
-
-
-def embedding_text(heading: str, text: str, context: str = "") -> str:
-    """What to embed for an entry: its context line(s), then its heading and text."""
-    body = f"{heading}\n{text}" if heading else text
-    return f"{context}\n{body}" if context else body
-
-
-def embedding_texts(entries: Sequence[Entry]) -> list[str]:
-    """What to embed for each entry of one note, given in file order (ADR-0008).
-
-    A diary entry is read with the last ``CONTEXT_CHARS`` of the entry just before it in
-    the same day file: entries are short and lean on what came before ("Yes, and it rained
-    the whole week"). Wiki items stand alone: the item above is another topic.
-    """
-    out: list[str] = []
-    prev: Entry | None = None
-    for entry in entries:
-        context = ""
-        if prev is not None and entry.kind == "diary" and prev.kind == "diary":
-            context = _tail(prev.text, CONTEXT_CHARS)
-        out.append(embedding_text(entry.heading, entry.text, context))
-        prev = entry
-    return out
-
-
-def _tail(text: str, max_chars: int) -> str:
-    """The last ``max_chars`` of ``text``, starting at a word when one starts nearby."""
-    text = text.strip()
-    if len(text) <= max_chars:
-        return text
-    cut = text[-max_chars:]
-    space = cut.find(" ")
-    return cut[space + 1 :] if 0 <= space < 40 else cut
+POLL_S = 2.0  # how often an idle background thread looks for other machines' segments
+WAIT_POLL_S = 0.2  # ... and while it waits for another daemon's vectors
 
 
 class VectorSync:
@@ -104,6 +66,7 @@ class VectorSync:
         flush_rows: int = 1024,
         flush_s: float = 10.0,
         on_progress: ProgressFn | None = None,
+        peers: Peers | None = None,
     ) -> None:
         self.embedder = embedder
         self.cache = cache
@@ -111,44 +74,80 @@ class VectorSync:
         self.flush_rows = flush_rows
         self.flush_s = flush_s
         self.on_progress = on_progress
+        self.peers = peers
         self.pending = 0
         self.last_error: str | None = None
         self._run_lock = threading.Lock()
         self._wake = threading.Condition()
         self._target: tuple[dict[str, str], bool] | None = None
+        self._last: dict[str, str] | None = None  # the latest entries, for deferred work
         self._busy = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failed: set[str] = set()  # hashes whose vectors came back non-finite
         self._warned_nonfinite = False
+        self._waiting: dict[str, float] = {}  # hash another daemon owns → when first missed
+        self._deferred: set[str] = set()  # ... and still within its grace
+        self._maintained = False
 
     @property
     def failed(self) -> int:
         """How many texts the embedder answered with non-finite vectors."""
         return len(self._failed)
 
-    def sync(self, entries: Mapping[str, str], *, rebuild: bool = False) -> int:
+    def sync(
+        self, entries: Mapping[str, str], *, rebuild: bool = False, defer: bool = False
+    ) -> int:
         """Embed the missing ``entries`` (hash → text); returns how many were embedded.
 
         ``rebuild`` embeds everything again into ``<cache>/rebuild/`` (resuming one that was
         interrupted) and swaps it in only once complete. A "mismatch" cache makes no calls
-        otherwise. Raises EmbedError when the embedder fails (what was embedded is kept).
+        otherwise. ``defer`` (the background thread) leaves texts another active daemon owns
+        for it, within the peers' grace (``peers.py``). Merges files after writing some
+        (``policy.py``). Raises EmbedError when the embedder fails (what was embedded is kept).
         """
         with self._run_lock:
             cache = self.cache
             if cache.state == "off":  # never embed against an unread cache: it would redo all
                 cache.load()
             if rebuild:
+                self._deferred.clear()
                 return self._rebuild(entries)
+            cache.refresh()  # another machine's segments may hold what we lack
             todo = [] if cache.state == "mismatch" else cache.missing(entries)
+            todo = self._defer(todo) if defer else todo
             done = self._fill(cache, todo, entries)
-            if done == len(todo) and cache.needs_compaction(entries.keys()):
+            if done == len(todo) and (done or not self._maintained):
+                self._maintained = True  # after a write of ours, and once after loading
                 try:
-                    cache.compact(entries.keys())
+                    cache.maintain(entries.keys())
                 except OSError as exc:
-                    cache.last_error = f"cannot compact the vector cache: {exc}"
+                    cache.last_error = f"cannot merge vector cache files: {exc}"
                     log.warning("%s (vectors kept in memory)", cache.last_error)
             return done
+
+    def _defer(self, todo: list[str]) -> list[str]:
+        """``todo`` minus the texts another active daemon owns, each for ``grace_s`` after we
+        first found it missing; an owner that is off costs that delay, never a lost vector."""
+        now = time.monotonic()
+        arrival = self.cache.last_arrival
+        active = arrival is not None and now - arrival < ACTIVE_S
+        others = self.peers.others() if self.peers is not None and active else []
+        if self.peers is None or not others:
+            self._waiting, self._deferred = {}, set()
+            return todo
+        theirs = self.peers.owned_elsewhere([h for h in todo if h not in self._failed], others)
+        self._waiting = {h: self._waiting.get(h, now) for h in theirs}
+        grace = self.peers.grace_s
+        self._deferred = {h for h, t in self._waiting.items() if now - t < grace}
+        return [h for h in todo if h not in self._deferred]
+
+    def _next_wakeup(self) -> float:
+        """Seconds until the background thread should look again (deferred work or a poll)."""
+        if not self._deferred or self.peers is None:
+            return POLL_S
+        due = min(self._waiting[h] for h in self._deferred) + self.peers.grace_s
+        return max(min(WAIT_POLL_S, due - time.monotonic()), 0.01)
 
     def _rebuild(self, entries: Mapping[str, str]) -> int:
         """Fill a fresh cache beside the working one; swap it in when complete."""
@@ -173,7 +172,7 @@ class VectorSync:
     def _fill(self, target: VectorCache, todo: list[str], entries: Mapping[str, str]) -> int:
         """Embed ``todo`` into ``target`` in batches, flushing segments as it goes."""
         todo = [h for h in todo if h not in self._failed]
-        self.pending = len(todo)
+        self.pending = len(todo) + len(self._deferred)
         if not todo:
             return 0
         report = self.cache  # status always reads the working cache
@@ -190,7 +189,7 @@ class VectorSync:
                 batch = todo[i : i + self.batch_size]
                 buffer.update(self._embed(batch, entries))
                 done += len(batch)
-                self.pending = len(todo) - done
+                self.pending = len(todo) - done + len(self._deferred)
                 if len(buffer) >= self.flush_rows or time.monotonic() - flushed_at >= self.flush_s:
                     target.add(buffer)
                     buffer, flushed_at = {}, time.monotonic()
@@ -256,16 +255,27 @@ class VectorSync:
             self._wake.notify_all()
 
     def _run(self) -> None:
+        """Run queued syncs; between them, re-run deferred work when due and pick up other
+        machines' segments every ``POLL_S`` (a directory listing; it never embeds)."""
         while not self._stop.is_set():
+            if self.peers is not None:
+                self.peers.announce()
             with self._wake:
-                while self._target is None and not self._stop.is_set():
-                    self._wake.wait()
-                if self._target is None:
+                if self._target is None and not self._stop.is_set():
+                    self._wake.wait(self._next_wakeup())
+                if self._stop.is_set():
                     return
-                (entries, rebuild), self._target = self._target, None
-                self._busy = True
+                job: tuple[dict[str, str], bool] | None = self._target
+                if job is not None:
+                    self._target, self._last = None, job[0]
+                elif self._deferred and self._last is not None:
+                    job = (self._last, False)
+                self._busy = job is not None
             try:
-                self.sync(entries, rebuild=rebuild)
+                if job is None:
+                    self.cache.refresh()
+                else:
+                    self.sync(job[0], rebuild=job[1], defer=True)
             except EmbedError as exc:
                 log.warning("embedding stopped: %s (BM25 keeps serving)", exc.message)
             except OSError as exc:  # e.g. a read-only cache dir: vectors stay in memory
@@ -282,14 +292,21 @@ class VectorSync:
 
     @property
     def busy(self) -> bool:
-        """True while work is queued or running on the background thread."""
+        """True while work is queued, running or deferred on the background thread."""
         with self._wake:
-            return self._target is not None or self._busy
+            return self._target is not None or self._busy or bool(self._deferred)
 
     def wait_idle(self, timeout_s: float) -> bool:
-        """Block until no work is queued or running; False on timeout (for tests and CLI)."""
+        """Block until no work is queued, running or deferred; False on timeout."""
         with self._wake:
-            return self._wake.wait_for(lambda: self._target is None and not self._busy, timeout_s)
+            return self._wake.wait_for(
+                lambda: self._target is None and not self._busy and not self._deferred, timeout_s
+            )
+
+    @property
+    def deferred(self) -> int:
+        """Texts left for another daemon that owns them, still within the grace."""
+        return len(self._deferred)
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Finish the current batch, flush it, and end the thread."""
@@ -298,116 +315,3 @@ class VectorSync:
             self._wake.notify_all()
         if self._thread is not None:
             self._thread.join(timeout_s)
-
-
-class VectorService:
-    """Embedder + cache + background sync behind one small face for the engine and query path.
-
-    ``cosines`` matches ``query.VectorSignal``: None whenever vectors cannot be used (cache
-    off or mismatched, query embedding failed), warned once per cause, so ranking silently
-    degrades to BM25. Query vectors are memoised (an HTTP model costs per call).
-    """
-
-    def __init__(self, embedder: Embedder, cache_dir: Path, *, batch_size: int = 32) -> None:
-        self.embedder = embedder
-        # What goes into a vector is the model's business and the context's (ADR-0008).
-        self.cache = VectorCache(cache_dir, {**embedder.fingerprint, "context": CONTEXT})
-        self.sync = VectorSync(embedder, self.cache, batch_size=batch_size)
-        self._queries: dict[str, FloatMatrix] = {}
-        self._queries_lock = threading.Lock()
-        self._warned: set[str] = set()
-
-    def open(self) -> None:
-        """Load the cache (tolerant; never raises for torn files)."""
-        self.cache.load()
-        if self.cache.state == "mismatch":
-            self._warn_once(
-                "mismatch", "vector cache is for another model: BM25 only until `embed`"
-            )
-
-    def update(self, entries: Mapping[str, str], *, rebuild: bool = False) -> None:
-        """Queue the live entries (hash → text) for background embedding; returns at once."""
-        self.sync.start_background(entries, rebuild=rebuild)
-
-    def warm(self, text: str) -> None:
-        """Embed ``text`` as a query now (memoised), so a later ``cosines`` does not wait."""
-        if self.cache.usable:
-            self._query_vector(text)
-
-    def _query_vector(self, text: str) -> FloatMatrix | None:
-        query = self._queries.get(text)
-        if query is not None:
-            return query
-        import numpy as np
-
-        try:
-            query = self.embedder.embed_query(text)
-        except EmbedError as exc:
-            self._warn_once(type(exc).__name__, f"query embedding failed, BM25 only: {exc.message}")
-            return None
-        if not np.isfinite(query).all():
-            self._warn_once("nonfinite", "the query vector is NaN or infinite: BM25 only")
-            return None
-        with self._queries_lock:
-            if len(self._queries) >= 256:
-                self._queries.pop(next(iter(self._queries)))
-            self._queries[text] = query
-        return query
-
-    def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float] | None:
-        """Best-chunk cosine for ``hashes`` plus the ``limit`` nearest cached hashes."""
-        if not self.cache.usable:
-            return None
-        query = self._query_vector(text)
-        if query is None:
-            return None
-        found = dict(self.cache.search(query, None, limit))
-        found.update(self.cache.cosines(query, hashes))
-        return found
-
-    def status(self) -> dict[str, object]:
-        """Cache stats plus the sync's pending count; for the daemon's ``status``."""
-        stats = self.cache.stats()
-        stats.update(
-            embedder=self.embedder.name,
-            pending=self.sync.pending,
-            busy=self.sync.busy,
-            failed=self.sync.failed,
-        )
-        stats["last_error"] = self.sync.last_error or stats["last_error"]
-        return stats
-
-    def close(self, timeout_s: float = 5.0) -> None:
-        self.sync.stop(timeout_s)
-
-    def _warn_once(self, key: str, message: str) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            log.warning("%s", message)
-
-
-def open_vectors(config: Config) -> VectorService | None:
-    """The configured embeddings component, loaded from the cache; None when ``embed`` is
-    "none" or the embedder cannot be made (one warning, and BM25 carries on)."""
-    if config.embed == "none":
-        return None
-    refusal = cache_dir_problem(config)
-    if refusal is not None:
-        log.warning("embeddings off, BM25 only: %s", refusal)
-        return None
-    try:
-        embedder = make_embedder(
-            config.embed,
-            url=config.embed_url,
-            model=config.embed_model,
-            api_key_env=config.embed_api_key_env,
-            batch_size=config.embed_batch,
-        )
-    except EmbedError as exc:
-        log.warning("embeddings off, BM25 only: %s", exc.message)
-        return None
-    if embedder is None:
-        return None
-    service = VectorService(embedder, config.cache_path, batch_size=config.embed_batch)
-    service.open()
-    return service

@@ -1,0 +1,115 @@
+"""Other machines' daemons sharing a synced cache dir: who they are and who embeds what.
+
+When a vault is synced with its cache, an edit made on one machine reaches the other as a
+changed file, and both daemons would embed it. To embed it once, each text has one *owner*
+among the daemons that use the cache (rendezvous hashing over their ids): the owner embeds
+at once; the others wait up to ``grace_s`` for the owner's segment to arrive, picking the
+cache dir up meanwhile, and embed only what is still missing then (the owner may be off).
+A daemon cannot know where an edit was made, and does not need to: whoever owns the text
+embeds it, wherever it was typed. With no other daemon active, nothing ever waits.
+
+Each daemon announces itself with ``peer-<id>.json`` in the cache dir (its id: a hash of
+the host and the cache dir's path, so two copies of a vault on one machine are two peers);
+the file is rewritten hourly while the daemon embeds, and a peer whose file is older than
+``ALIVE_S`` is gone. A peer counts only while it is *active*: another machine's segment
+arrived within ``ACTIVE_S`` (``VectorCache.last_arrival``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import socket
+import time
+from pathlib import Path
+
+from wikimem_watch.vectors.files import atomic_write
+
+__all__ = ["ACTIVE_S", "ALIVE_S", "DEFAULT_GRACE_S", "GRACE_ENV", "Peers", "default_grace_s"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GRACE_S = 3.0
+GRACE_ENV = "WIKIMEM_WATCH_EMBED_PEER_GRACE_S"
+ALIVE_S = 2 * 3600.0  # a peer file older than this: that daemon is gone
+ANNOUNCE_S = 3600.0
+ACTIVE_S = 600.0  # another machine's segment this recent: peers are active, wait for owners
+PEER_FILE = re.compile(r"peer-([0-9a-f]{12})\.json")
+
+
+def default_grace_s() -> float:
+    """``$WIKIMEM_WATCH_EMBED_PEER_GRACE_S`` when it is a number in [0, 60], else 3 s."""
+    raw = os.environ.get(GRACE_ENV)
+    if raw is None:
+        return DEFAULT_GRACE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 60.0:
+        log.warning("%s=%r: expected seconds in [0, 60]; using %s", GRACE_ENV, raw, DEFAULT_GRACE_S)
+        return DEFAULT_GRACE_S
+    return value
+
+
+def peer_id(cache_dir: Path) -> str:
+    """This daemon's id: stable per machine and cache dir, never equal on two of either."""
+    machine = ""
+    with contextlib.suppress(OSError):
+        machine = Path("/etc/machine-id").read_text(encoding="ascii").strip()
+    where = str(Path(cache_dir).resolve())
+    return hashlib.sha256(f"{socket.gethostname()}\0{machine}\0{where}".encode()).hexdigest()[:12]
+
+
+class Peers:
+    """This daemon's id, the other live daemons' ids, and the owner of a text."""
+
+    def __init__(self, cache_dir: Path, grace_s: float, *, own_id: str | None = None) -> None:
+        self.cache_dir = Path(cache_dir)
+        self.grace_s = grace_s
+        self.id = own_id or peer_id(self.cache_dir)
+        self._announced_at: float | None = None
+
+    def announce(self) -> None:
+        """Write ``peer-<id>.json`` if not written in the last hour (best effort)."""
+        now = time.monotonic()
+        if self._announced_at is not None and now - self._announced_at < ANNOUNCE_S:
+            return
+        self._announced_at = now
+        seen = time.strftime("%Y-%m-%dT%H", time.gmtime())
+        body = json.dumps({"peer": self.id, "seen": seen}).encode() + b"\n"
+        try:
+            if self.cache_dir.is_dir():
+                atomic_write(self.cache_dir / f"peer-{self.id}.json", body)
+        except OSError as exc:
+            log.debug("cannot announce this daemon in %s: %s", self.cache_dir, exc)
+
+    def others(self) -> list[str]:
+        """Ids of the other daemons whose peer file is recent."""
+        now = time.time()
+        out: list[str] = []
+        with contextlib.suppress(OSError):
+            for path in self.cache_dir.iterdir():
+                match = PEER_FILE.fullmatch(path.name)
+                if match is None or match.group(1) == self.id:
+                    continue
+                with contextlib.suppress(OSError):
+                    if now - path.stat().st_mtime < ALIVE_S:
+                        out.append(match.group(1))
+        return sorted(out)
+
+    def owned_elsewhere(self, hashes: list[str], others: list[str]) -> set[str]:
+        """The ``hashes`` whose owner (highest rendezvous score) is another daemon."""
+        if not others:
+            return set()
+        ids = [self.id, *others]
+        out: set[str] = set()
+        for h in hashes:
+            owner = max(ids, key=lambda i: hashlib.blake2b(f"{i}{h}".encode()).digest())
+            if owner != self.id:
+                out.add(h)
+        return out

@@ -1,0 +1,154 @@
+"""The embeddings component as the engine and the daemon see it: embedder, cache, sync.
+
+``VectorService`` puts the embedder, the cache (``cache.py``) and the background sync
+(``sync.py``) behind one small face: ``update`` queues the live entries, ``cosines`` answers
+the query path, ``status`` reports. ``open_vectors`` builds it from the configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wikimem_watch.config import Config, cache_dir_problem
+from wikimem_watch.vectors.cache import VectorCache
+from wikimem_watch.vectors.embedders import Embedder, EmbedError, make_embedder
+from wikimem_watch.vectors.peers import Peers, default_grace_s
+from wikimem_watch.vectors.sync import VectorSync
+from wikimem_watch.vectors.texts import CONTEXT
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatMatrix = npt.NDArray[np.float32]
+
+__all__ = ["VectorService", "open_vectors"]
+
+log = logging.getLogger(__name__)
+
+
+class VectorService:
+    """Embedder + cache + background sync behind one small face for the engine and query path.
+
+    ``cosines`` matches ``query.VectorSignal``: None whenever vectors cannot be used (cache
+    off or mismatched, query embedding failed), warned once per cause, so ranking silently
+    degrades to BM25. Query vectors are memoised (an HTTP model costs per call).
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        cache_dir: Path,
+        *,
+        batch_size: int = 32,
+        peer_grace_s: float | None = None,
+    ) -> None:
+        self.embedder = embedder
+        # What goes into a vector is the model's business and the context's (ADR-0008).
+        self.cache = VectorCache(cache_dir, {**embedder.fingerprint, "context": CONTEXT})
+        grace_s = default_grace_s() if peer_grace_s is None else peer_grace_s
+        peers = Peers(cache_dir, grace_s) if grace_s > 0 else None
+        self.sync = VectorSync(embedder, self.cache, batch_size=batch_size, peers=peers)
+        self._queries: dict[str, FloatMatrix] = {}
+        self._queries_lock = threading.Lock()
+        self._warned: set[str] = set()
+
+    def open(self) -> None:
+        """Load the cache (tolerant; never raises for torn files)."""
+        self.cache.load()
+        if self.cache.state == "mismatch":
+            self._warn_once(
+                "mismatch", "vector cache is for another model: BM25 only until `embed`"
+            )
+
+    def update(self, entries: Mapping[str, str], *, rebuild: bool = False) -> None:
+        """Queue the live entries (hash → text) for background embedding; returns at once."""
+        self.sync.start_background(entries, rebuild=rebuild)
+
+    def warm(self, text: str) -> None:
+        """Embed ``text`` as a query now (memoised), so a later ``cosines`` does not wait."""
+        if self.cache.usable:
+            self._query_vector(text)
+
+    def _query_vector(self, text: str) -> FloatMatrix | None:
+        query = self._queries.get(text)
+        if query is not None:
+            return query
+        import numpy as np
+
+        try:
+            query = self.embedder.embed_query(text)
+        except EmbedError as exc:
+            self._warn_once(type(exc).__name__, f"query embedding failed, BM25 only: {exc.message}")
+            return None
+        if not np.isfinite(query).all():
+            self._warn_once("nonfinite", "the query vector is NaN or infinite: BM25 only")
+            return None
+        with self._queries_lock:
+            if len(self._queries) >= 256:
+                self._queries.pop(next(iter(self._queries)))
+            self._queries[text] = query
+        return query
+
+    def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float] | None:
+        """Best-chunk cosine for ``hashes`` plus the ``limit`` nearest cached hashes."""
+        if not self.cache.usable:
+            return None
+        query = self._query_vector(text)
+        if query is None:
+            return None
+        found = dict(self.cache.search(query, None, limit))
+        found.update(self.cache.cosines(query, hashes))
+        return found
+
+    def status(self) -> dict[str, object]:
+        """Cache stats plus the sync's pending count; for the daemon's ``status``."""
+        stats = self.cache.stats()
+        stats.update(
+            embedder=self.embedder.name,
+            pending=self.sync.pending,
+            busy=self.sync.busy,
+            failed=self.sync.failed,
+            deferred=self.sync.deferred,
+        )
+        stats["last_error"] = self.sync.last_error or stats["last_error"]
+        return stats
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        self.sync.stop(timeout_s)
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("%s", message)
+
+
+def open_vectors(config: Config) -> VectorService | None:
+    """The configured embeddings component, loaded from the cache; None when ``embed`` is
+    "none" or the embedder cannot be made (one warning, and BM25 carries on)."""
+    if config.embed == "none":
+        return None
+    refusal = cache_dir_problem(config)
+    if refusal is not None:
+        log.warning("embeddings off, BM25 only: %s", refusal)
+        return None
+    try:
+        embedder = make_embedder(
+            config.embed,
+            url=config.embed_url,
+            model=config.embed_model,
+            api_key_env=config.embed_api_key_env,
+            batch_size=config.embed_batch,
+        )
+    except EmbedError as exc:
+        log.warning("embeddings off, BM25 only: %s", exc.message)
+        return None
+    if embedder is None:
+        return None
+    service = VectorService(embedder, config.cache_path, batch_size=config.embed_batch)
+    service.open()
+    return service
