@@ -54,7 +54,9 @@ def vault(n: int, salt: str = "") -> dict[str, str]:
     return {content_hash(t): t for t in texts}
 
 
-def open_cache(path: Path, embedder: HashEmbedder, policy: MergePolicy | None = None) -> VectorCache:
+def open_cache(
+    path: Path, embedder: HashEmbedder, policy: MergePolicy | None = None
+) -> VectorCache:
     cache = VectorCache(path, embedder.fingerprint, policy=policy)
     cache.load()
     return cache

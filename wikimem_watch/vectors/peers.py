@@ -10,9 +10,10 @@ embeds it, wherever it was typed. With no other daemon active, nothing ever wait
 
 Each daemon announces itself with ``peer-<id>.json`` in the cache dir (its id: a hash of
 the host and the cache dir's path, so two copies of a vault on one machine are two peers);
-the file is rewritten hourly while the daemon embeds, and a peer whose file is older than
-``ALIVE_S`` is gone. A peer counts only while it is *active*: another machine's segment
-arrived within ``ACTIVE_S`` (``VectorCache.last_arrival``).
+the file is rewritten hourly while the daemon runs, and a peer whose file is older than
+``ALIVE_S`` is gone. Peers count only while they are *active*: another machine's segment
+arrived within ``ACTIVE_S`` (``VectorCache.last_arrival``), or a peer file is that recent (a
+daemon that just started). A vault synced nightly therefore never makes an edit wait.
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ class Peers:
         except OSError as exc:
             log.debug("cannot announce this daemon in %s: %s", self.cache_dir, exc)
 
-    def others(self) -> list[str]:
-        """Ids of the other daemons whose peer file is recent."""
+    def others(self, within_s: float = ALIVE_S) -> list[str]:
+        """Ids of the other daemons whose peer file changed within ``within_s``."""
         now = time.time()
         out: list[str] = []
         with contextlib.suppress(OSError):
@@ -98,7 +99,7 @@ class Peers:
                 if match is None or match.group(1) == self.id:
                     continue
                 with contextlib.suppress(OSError):
-                    if now - path.stat().st_mtime < ALIVE_S:
+                    if now - path.stat().st_mtime < within_s:
                         out.append(match.group(1))
         return sorted(out)
 

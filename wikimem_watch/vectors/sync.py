@@ -131,8 +131,9 @@ class VectorSync:
         first found it missing; an owner that is off costs that delay, never a lost vector."""
         now = time.monotonic()
         arrival = self.cache.last_arrival
-        active = arrival is not None and now - arrival < ACTIVE_S
-        others = self.peers.others() if self.peers is not None and active else []
+        others = self.peers.others() if self.peers is not None else []
+        if others and not (arrival is not None and now - arrival < ACTIVE_S):
+            others = others if self.peers and self.peers.others(ACTIVE_S) else []
         if self.peers is None or not others:
             self._waiting, self._deferred = {}, set()
             return todo
