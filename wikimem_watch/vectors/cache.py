@@ -35,7 +35,9 @@ from wikimem_watch.vectors.files import (
     SEG_KEYS,
     Span,
     atomic_write,
+    manifest_target,
     npy_bytes,
+    npy_of,
     packed,
     read_keys,
     read_matrix,
@@ -136,7 +138,7 @@ class VectorCache:
                 group = self._groups.get(name)
                 if group is not None and group.complete:
                     continue
-                sig = signature(self.cache_dir / name, self.cache_dir / _npy_of(name))
+                sig = signature(self.cache_dir / name, self.cache_dir / npy_of(name))
                 if (group is not None and group.sig == sig) or self._failed.get(name) == sig:
                     continue
                 if group is not None:
@@ -155,21 +157,21 @@ class VectorCache:
             names = sorted(p.name for p in self.cache_dir.iterdir() if SEG_KEYS.fullmatch(p.name))
         except OSError:
             return []
-        if legacy and BASE_NPY.fullmatch(_manifest_target(self.cache_dir / KEYS_FILE)):
+        if legacy and BASE_NPY.fullmatch(manifest_target(self.cache_dir / KEYS_FILE)):
             names.insert(0, KEYS_FILE)
         return names
 
     def _load_group(self, name: str) -> str:
         keys_path = self.cache_dir / name
         npy_name = BASE_NPY if name == KEYS_FILE else MANIFEST_NPY
-        sig = signature(keys_path, self.cache_dir / _npy_of(name))
+        sig = signature(keys_path, self.cache_dir / npy_of(name))
         try:
             header, spans = read_keys(keys_path, npy_name)
             if any(header.get(k) != v for k, v in self.fingerprint.items()):
                 self._drop(f"{name}: fingerprint differs ({header.get('model')!r})")
                 return "foreign"
             npy_path = self.cache_dir / str(header["vectors_file"])
-            if name != KEYS_FILE and npy_path.name != _npy_of(name):
+            if name != KEYS_FILE and npy_path.name != npy_of(name):
                 raise ValueError(f"names {npy_path.name}, not its own matrix")
             matrix, good = read_matrix(npy_path, header)
             if self._m.dim and matrix.shape[1] != self._m.dim:
@@ -286,7 +288,7 @@ class VectorCache:
             sig = signature(keys_path, npy_path)
             self._groups[keys_name] = _Group(keys_path, npy_path, len(matrix), hashes, sig, True)
             self._m.ref(hashes, 1)
-        elif base and _manifest_target(self.cache_dir / KEYS_FILE) != npy_path.name:
+        elif base and manifest_target(self.cache_dir / KEYS_FILE) != npy_path.name:
             atomic_write(self.cache_dir / KEYS_FILE, keys_path.read_bytes())
         return keys_name
 
@@ -295,7 +297,7 @@ class VectorCache:
         group = self._groups.pop(name)
         self._m.ref(group.hashes, -1)
         paths = [group.npy] if name == KEYS_FILE else [group.keys, group.npy]
-        if name == KEYS_FILE and _manifest_target(group.keys) == group.npy.name:
+        if name == KEYS_FILE and manifest_target(group.keys) == group.npy.name:
             paths.append(group.keys)  # an old-layout base that no copy has replaced
         for path in paths:
             with contextlib.suppress(FileNotFoundError):
@@ -371,7 +373,7 @@ class VectorCache:
             self._m.append(spans, matrix)
             out = self._write(spans, matrix, base=True) if spans else ""
             for path in old:
-                if path.name not in (out, _npy_of(out)):
+                if path.name not in (out, npy_of(out)):
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()
             self.state, self.last_error, self.dropped = "ready", None, []
@@ -403,17 +405,3 @@ class VectorCache:
                 "dropped": list(self.dropped),
                 "last_error": self.last_error,
             }
-
-
-def _npy_of(keys_name: str) -> str:
-    return keys_name.removesuffix(".keys.jsonl") + ".npy"
-
-
-def _manifest_target(path: Path) -> str:
-    """The ``vectors_file`` named by a keys file's header line ("" when unreadable)."""
-    try:
-        with path.open("rb") as fh:
-            header = json.loads(fh.readline(1 << 20))
-    except (OSError, ValueError):
-        return ""
-    return str(header.get("vectors_file", "")) if isinstance(header, dict) else ""

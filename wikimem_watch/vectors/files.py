@@ -1,12 +1,13 @@
 """The on-disk format of the vector cache: file names, one file group's read and write.
 
 A *file group* is a keys file (a JSON header line, then one ``{"hash", "chunk"}`` line per
-matrix row) plus the ``.npy`` float32 matrix its header names and checksums. The base is
-``vectors.keys.jsonl`` + ``vectors-NNNNNN.npy``; a segment is ``seg-<id>.keys.jsonl`` +
-``seg-<id>.npy`` with ``<id>`` the first 16 hex digits of a SHA-256 over its content.
+matrix row) plus the ``.npy`` float32 matrix its header names and checksums: a group is
+``seg-<id>.keys.jsonl`` + ``seg-<id>.npy``, ``<id>`` the first 16 hex digits of a SHA-256
+over its content. The base is the largest such group, and ``vectors.keys.jsonl`` a copy of its keys file (before
+issue 15 the base was ``vectors.keys.jsonl`` + ``vectors-NNNNNN.npy``, still read).
 Writers are atomic (temp file, fsync, rename; the matrix before the keys file, which is
 the commit point). Readers raise ``ValueError`` naming what is torn; the cache drops that
-group. ``vectors.py`` decides what to load, keep and delete.
+group. ``cache.py`` decides what to load, keep and merge.
 
 The header keeps the wikimem library's fields (``vectors_file``, ``model``, ``dim``) and adds
 ``rows``, a whole-file ``sha256`` and, since format 2, ``block_sha256``: one checksum per
@@ -260,3 +261,17 @@ def remove_stale(cache_dir: Path, keep: str) -> None:
         with contextlib.suppress(OSError):
             if now - path.stat().st_mtime > ORPHAN_GRACE_S:
                 path.unlink()
+
+
+def npy_of(keys_name: str) -> str:
+    return keys_name.removesuffix(".keys.jsonl") + ".npy"
+
+
+def manifest_target(path: Path) -> str:
+    """The ``vectors_file`` named by a keys file's header line ("" when unreadable)."""
+    try:
+        with path.open("rb") as fh:
+            header = json.loads(fh.readline(1 << 20))
+    except (OSError, ValueError):
+        return ""
+    return str(header.get("vectors_file", "")) if isinstance(header, dict) else ""
