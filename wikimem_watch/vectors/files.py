@@ -3,8 +3,9 @@
 A *file group* is a keys file (a JSON header line, then one ``{"hash", "chunk"}`` line per
 matrix row) plus the ``.npy`` float32 matrix its header names and checksums: a group is
 ``seg-<id>.keys.jsonl`` + ``seg-<id>.npy``, ``<id>`` the first 16 hex digits of a SHA-256
-over its content. The base is the largest such group, and ``vectors.keys.jsonl`` a copy of its keys file (before
-issue 15 the base was ``vectors.keys.jsonl`` + ``vectors-NNNNNN.npy``, still read).
+over its content. The base is the largest such group, and ``vectors.keys.jsonl`` a copy
+of its keys file (before issue 15 the base was ``vectors.keys.jsonl`` +
+``vectors-NNNNNN.npy``, still read).
 Writers are atomic (temp file, fsync, rename; the matrix before the keys file, which is
 the commit point). Readers raise ``ValueError`` naming what is torn; the cache drops that
 group. ``cache.py`` decides what to load, keep and merge.
