@@ -54,6 +54,7 @@ VAULT_SETTABLE = frozenset(
         "embed",
         "embed_endpoint",
         "embed_batch",
+        "embed_peer_grace_s",
     }
 )
 
@@ -86,6 +87,7 @@ class Config:
     embed_model: str | None = None
     embed_api_key_env: str = DEFAULT_API_KEY_ENV
     embed_batch: int = 32
+    embed_peer_grace_s: float = 3.0  # wait for another machine's vectors (ADR-0005); 0: never
     max_request_bytes: int = 1024 * 1024
     follow_external_symlinks: bool = False  # ADR-0011: the user's decision, never the vault's
     max_buffered_bytes: int = 32 * 1024 * 1024  # unfinished lines across all connections
@@ -156,6 +158,7 @@ _RANGES: dict[str, tuple[float, float, bool]] = {
     "half_life_days": (0.0, 365_000.0, True),
     "debounce_ms": (0, 10_000, False),
     "embed_batch": (1, 4096, False),
+    "embed_peer_grace_s": (0.0, 60.0, False),
     "max_request_bytes": (1024, 1 << 30, False),
     "max_buffered_bytes": (1024, 1 << 34, False),
     "max_connections": (1, 65_536, False),

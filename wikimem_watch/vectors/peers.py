@@ -22,7 +22,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import re
 import socket
 import time
@@ -30,31 +29,15 @@ from pathlib import Path
 
 from wikimem_watch.vectors.files import atomic_write
 
-__all__ = ["ACTIVE_S", "ALIVE_S", "DEFAULT_GRACE_S", "GRACE_ENV", "Peers", "default_grace_s"]
+__all__ = ["ACTIVE_S", "ALIVE_S", "DEFAULT_GRACE_S", "Peers"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_S = 3.0
-GRACE_ENV = "WIKIMEM_WATCH_EMBED_PEER_GRACE_S"
 ALIVE_S = 2 * 3600.0  # a peer file older than this: that daemon is gone
 ANNOUNCE_S = 3600.0
 ACTIVE_S = 600.0  # another machine's segment this recent: peers are active, wait for owners
 PEER_FILE = re.compile(r"peer-([0-9a-f]{12})\.json")
-
-
-def default_grace_s() -> float:
-    """``$WIKIMEM_WATCH_EMBED_PEER_GRACE_S`` when it is a number in [0, 60], else 3 s."""
-    raw = os.environ.get(GRACE_ENV)
-    if raw is None:
-        return DEFAULT_GRACE_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 60.0:
-        log.warning("%s=%r: expected seconds in [0, 60]; using %s", GRACE_ENV, raw, DEFAULT_GRACE_S)
-        return DEFAULT_GRACE_S
-    return value
 
 
 def peer_id(cache_dir: Path) -> str:

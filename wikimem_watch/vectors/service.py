@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from wikimem_watch.config import Config, cache_dir_problem
 from wikimem_watch.vectors.cache import VectorCache
 from wikimem_watch.vectors.embedders import Embedder, EmbedError, make_embedder
-from wikimem_watch.vectors.peers import Peers, default_grace_s
+from wikimem_watch.vectors.peers import DEFAULT_GRACE_S, Peers
 from wikimem_watch.vectors.sync import VectorSync
 from wikimem_watch.vectors.texts import CONTEXT
 
@@ -45,13 +45,12 @@ class VectorService:
         cache_dir: Path,
         *,
         batch_size: int = 32,
-        peer_grace_s: float | None = None,
+        peer_grace_s: float = DEFAULT_GRACE_S,
     ) -> None:
         self.embedder = embedder
         # What goes into a vector is the model's business and the context's (ADR-0008).
         self.cache = VectorCache(cache_dir, {**embedder.fingerprint, "context": CONTEXT})
-        grace_s = default_grace_s() if peer_grace_s is None else peer_grace_s
-        peers = Peers(cache_dir, grace_s) if grace_s > 0 else None
+        peers = Peers(cache_dir, peer_grace_s) if peer_grace_s > 0 else None
         self.sync = VectorSync(embedder, self.cache, batch_size=batch_size, peers=peers)
         self._queries: dict[str, FloatMatrix] = {}
         self._queries_lock = threading.Lock()
@@ -149,6 +148,11 @@ def open_vectors(config: Config) -> VectorService | None:
         return None
     if embedder is None:
         return None
-    service = VectorService(embedder, config.cache_path, batch_size=config.embed_batch)
+    service = VectorService(
+        embedder,
+        config.cache_path,
+        batch_size=config.embed_batch,
+        peer_grace_s=config.embed_peer_grace_s,
+    )
     service.open()
     return service
