@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import math
 import os
-import stat
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from .errors import ConfigError
+from .vaultfile import read_vault_file
 
 CACHE_DIRNAME = ".wikimem"
 USER_CONFIG = Path("wikimem-watch") / "config.toml"
-MAX_VAULT_CONFIG_BYTES = 64 * 1024
 DEFAULT_API_KEY_ENV = "WIKIMEM_WATCH_EMBED_API_KEY"
 EMBED_KINDS = ("none", "local", "http", "hash")
 # What a file inside the vault may set: ranking, note selection, and choices that keep data
@@ -96,8 +96,10 @@ class Config:
     http: str | None = None  # HOST:PORT of the HTTP endpoint (ADR-0013); None: socket only
     http_allow_remote: bool = False  # a non-loopback HTTP address is refused without it
     http_cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the endpoint
-    # Not a setting: what the resolution ignored, and why (shown by ``status``).
+    # Not settings: what the resolution ignored, and why (shown by ``status``), and whether
+    # ``embed`` came from the host's last daemon (``load_config(remembered=...)``).
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    embed_remembered: bool = field(default=False, compare=False)
 
     @property
     def cache_path(self) -> Path:
@@ -144,7 +146,7 @@ class Endpoint:
 
 _TUPLE_FIELDS = {"include", "exclude", "http_cors_origins"}
 _PATH_FIELDS = {"cache_dir", "socket"}
-_NOT_SETTINGS = {"vault", "warnings"}
+_NOT_SETTINGS = {"vault", "warnings", "embed_remembered"}
 # (low, high, low is exclusive) for every number: finite, and in a range that keeps the
 # daemon responsive (a vault must not set a debounce of a day).
 _RANGES: dict[str, tuple[float, float, bool]] = {
@@ -266,38 +268,6 @@ def _endpoints(path: Path, table: object) -> dict[str, Endpoint]:
     return out
 
 
-def read_vault_file(path: Path) -> tuple[dict[str, object], list[str]]:
-    """The vault's file as raw TOML values plus warnings; never raises, never blocks.
-
-    Opened without following a symlink and without blocking (a FIFO planted there must
-    not hang the daemon); only a regular file of at most ``MAX_VAULT_CONFIG_BYTES`` is read.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return {}, []
-    except OSError as exc:
-        why = "a symlink (not followed)" if path.is_symlink() else exc.strerror
-        return {}, [f"{path}: ignored: {why}"]
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return {}, [f"{path}: ignored: not a regular file"]
-        if st.st_size > MAX_VAULT_CONFIG_BYTES:
-            return {}, [f"{path}: ignored: {st.st_size} bytes (at most {MAX_VAULT_CONFIG_BYTES})"]
-        raw = os.read(fd, MAX_VAULT_CONFIG_BYTES + 1)
-    except OSError as exc:
-        return {}, [f"{path}: ignored: {exc.strerror}"]
-    finally:
-        os.close(fd)
-    import tomllib
-
-    try:
-        return tomllib.loads(raw.decode("utf-8")), []
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return {}, [f"{path}: ignored: {exc}"]
-
-
 def _vault_values(
     path: Path, data: Mapping[str, object], user: Mapping[str, object]
 ) -> tuple[dict[str, object], list[str]]:
@@ -351,17 +321,22 @@ def _apply_endpoint(
     return []
 
 
-def load_config(vault: Path | str, overrides: Mapping[str, object] | None = None) -> Config:
-    """Resolve the configuration for ``vault``; ``overrides`` are flags (``None`` = not given)."""
+def load_config(
+    vault: Path | str,
+    overrides: Mapping[str, object] | None = None,
+    *,
+    remembered: Callable[[Path], str | None] | None = None,
+) -> Config:
+    """Resolve the configuration for ``vault``; ``overrides`` are flags (``None`` = not given).
+
+    ``remembered`` (cache dir → embedder kind or None) supplies ``embed`` when no source
+    sets it: in-process runs use the embedder this host's last daemon used.
+    """
     root = Path(vault).expanduser()
     if not root.is_dir():
         raise ConfigError(f"vault {str(root)!r} is not a directory")
     user, endpoints = _read_user_file(user_config_path())
-    env: dict[str, object] = {}
-    for name in settable_fields():
-        raw = os.environ.get(f"WIKIMEM_WATCH_{name.upper()}")
-        if raw is not None:
-            env[name] = _trusted(name, raw, f"WIKIMEM_WATCH_{name.upper()}")
+    env = _env_values(user, endpoints)
     if os.environ.get("WIKIMEM_SOCK"):
         env["socket"] = Path(os.environ["WIKIMEM_SOCK"]).expanduser()
     flags: dict[str, object] = {}
@@ -384,11 +359,46 @@ def load_config(vault: Path | str, overrides: Mapping[str, object] | None = None
     if "embed_url" not in env and "embed_url" not in flags:  # an explicit URL beats a pick
         picked_by_vault = "embed_endpoint" not in trusted and "embed_endpoint" in from_vault
         warnings += _apply_endpoint(values, endpoints, from_vault=picked_by_vault)
+    recalled = None
+    if (
+        remembered is not None
+        and "embed" not in values
+        and (cache_dir or _within(root, vault_file))
+    ):
+        recalled = remembered(Path(str(cache_dir)) if cache_dir else root / CACHE_DIRNAME)
+        values.update({"embed": recalled} if recalled else {})
     return replace(
         Config(vault=root.resolve()),
         **values,  # type: ignore[arg-type]
         warnings=tuple(warnings),
+        embed_remembered=recalled is not None,
     )
+
+
+_warned_env: set[str] = set()
+
+
+def _env_values(user: Mapping[str, object], endpoints: Mapping[str, Endpoint]) -> dict[str, object]:
+    """Settings from ``WIKIMEM_WATCH_<FIELD>``; an unknown such variable is a typo until
+    shown otherwise: one warning on stderr per process, naming the closest known name."""
+    env: dict[str, object] = {}
+    known = {f"WIKIMEM_WATCH_{name.upper()}": name for name in settable_fields()}
+    keys = {DEFAULT_API_KEY_ENV, str(user.get("embed_api_key_env"))}
+    keys.update(e.api_key_env for e in endpoints.values())  # variables that hold API keys
+    for var, raw in os.environ.items():
+        if not var.startswith("WIKIMEM_WATCH_"):
+            continue
+        name = known.get(var)
+        if name is not None:
+            env[name] = _trusted(name, raw, var)
+        elif var not in keys and var not in _warned_env:
+            _warned_env.add(var)
+            import difflib
+
+            close = difflib.get_close_matches(var, sorted(known), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            print(f"wikimem-watch: warning: unknown variable {var}{hint}; ignored", file=sys.stderr)
+    return env
 
 
 def _trusted(name: str, value: object, source: str) -> object:

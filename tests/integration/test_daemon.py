@@ -254,8 +254,8 @@ def test_without_a_daemon_query_answers_in_process_and_says_so(vault: Path) -> N
     assert result.returncode == 0
     assert result.stderr.count("\n") == 1 and "in-process" in result.stderr
     assert json.loads(result.stdout)["hits"][0]["path"] == "diary/2026-07-20.md"
-    status = wikimem("status", "--vault", str(vault))
-    assert status.returncode == 2 and status.stderr.startswith("wikimem-watch: no daemon")
+    stop = wikimem("stop", "--vault", str(vault))
+    assert stop.returncode == 2 and stop.stderr.startswith("wikimem-watch: no daemon")
 
 
 @pytest.mark.parametrize("custom", [False, True])

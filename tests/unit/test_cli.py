@@ -43,23 +43,34 @@ def test_query_json_is_the_result_object() -> None:
     assert result["hits"] and "explain" in result["hits"][0]
 
 
-def test_batch_mode_answers_each_line_in_order_and_survives_bad_lines() -> None:
+def test_batch_mode_answers_every_line_in_order_and_exits_1_when_one_failed() -> None:
     lines = "\n".join(
         [
             json.dumps({"q": "dentist", "k": 2}),
             "{not json",
+            "",
             json.dumps({"q": "x", "k": -1}),
+            json.dumps({"k": 3}),
             json.dumps({"q": "火锅", "k": 1}),
         ]
     )
     out = cli("query", "--vault", str(EXAMPLE), "--json", "-", stdin=lines + "\n")
     results = [json.loads(x) for x in out.stdout.splitlines()]
-    assert out.returncode == 0
-    assert len(results) == 4
+    assert out.returncode == 1
+    assert len(results) == 6  # one line out per line in: results pair with requests
     assert len(results[0]["hits"]) >= 1
     assert results[1]["error"]["code"] == -32700
-    assert results[2]["error"]["code"] == -32602 and "k" in results[2]["error"]["message"]
-    assert "火锅" in results[3]["hits"][0]["text"]
+    assert results[2]["error"]["message"].startswith("empty line")
+    assert results[3]["error"]["code"] == -32602 and "k" in results[3]["error"]["message"]
+    assert results[4]["error"]["message"].startswith("q is required")
+    assert "火锅" in results[5]["hits"][0]["text"]
+
+
+def test_batch_mode_exits_0_when_every_line_was_answered() -> None:
+    lines = json.dumps({"q": "dentist"}) + "\n" + json.dumps({"q": "zzzyyyxxx"}) + "\n"
+    out = cli("query", "--vault", str(EXAMPLE), "--json", "-", stdin=lines)
+    assert out.returncode == 0
+    assert [len(json.loads(x)["hits"]) > 0 for x in out.stdout.splitlines()] == [True, False]
 
 
 def test_no_result_exits_1() -> None:

@@ -85,7 +85,7 @@ def test_links_resolve_by_name_heading_and_wikimem_form(example_engine: Engine) 
     assert {e.path for e in whole} == {"wiki/people.md"}
     assert example_engine.resolve(Link("cover.png", embed=True)) == []
     unresolved = {u["target"] for u in example_engine.unresolved_links()}
-    assert "cover.png" in unresolved
+    assert "cover.png" not in unresolved  # an image embed is not a link to a missing note
 
 
 def test_backlinks_name_the_linking_entries(example_engine: Engine) -> None:

@@ -481,13 +481,16 @@ class Engine:
             return sorted(out, key=lambda x: (x[0].path, x[0].line))
 
     def unresolved_links(self) -> list[dict[str, object]]:
+        """Links to notes that resolve to nothing, by path and line (attachments such as
+        ``![[x.png]]`` are not links to notes and are left out)."""
         with self.lock:
-            return [
+            found = [
                 {"id": e.id, "path": e.path, "line": e.line, "target": link.target}
                 for e in self.entries.values()
                 for link in e.links
-                if not self.resolve(link)
+                if not link.attachment and not self.resolve(link)
             ]
+        return sorted(found, key=lambda u: (str(u["path"]), int(str(u["line"]))))
 
     def digest(self) -> str:
         """Order-independent digest of every indexed entry's id and content hash."""

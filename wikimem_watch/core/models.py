@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+# "x.png", "scan.pdf", "clip.mp3": a file name with an extension other than .md. A version
+# number ("Release 1.2") is not an extension: it must start with a letter.
+_ATTACHMENT = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 
 Kind = Literal["diary", "wiki"]
 
@@ -17,6 +22,13 @@ class Link:
     alias: str | None = None
     embed: bool = False
     style: Literal["wikimem", "obsidian"] = "obsidian"
+
+    @property
+    def attachment(self) -> bool:
+        """True for a link to a file that is not a note (``![[x.png]]``, ``[[scan.pdf]]``):
+        it never resolves to entries, and it is not an unresolved link to a note either."""
+        name = self.target.rsplit("/", 1)[-1]
+        return not name.lower().endswith(".md") and _ATTACHMENT.search(name) is not None
 
 
 @dataclass(frozen=True, slots=True)

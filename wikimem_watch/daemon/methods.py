@@ -16,6 +16,7 @@ from typing import Protocol
 from .. import __version__
 from ..core.engine import Engine
 from ..core.models import Entry
+from ..core.notepath import resolve_note_path
 from ..errors import BadRequest
 from ..retrieval.query import VectorSignal, run_query
 from ..retrieval.request import QueryRequest
@@ -32,8 +33,9 @@ class Service(Protocol):
     def status(self) -> dict[str, object]:
         """The ``status`` result."""
 
-    def reindex(self) -> dict[str, object]:
-        """Run a full rescan on the writer thread and return its stats."""
+    def reindex(self, dry_run: bool = False) -> dict[str, object]:
+        """Run a full rescan on the writer thread and return its stats (with ``dry_run``:
+        what it would change, applying nothing)."""
 
     def request_stop(self) -> None:
         """Begin a clean shutdown (after the current reply is sent)."""
@@ -71,10 +73,18 @@ def _day(params: Params, name: str, required: bool = True) -> str | None:
         raise BadRequest(f'"{name}" must be a date like 2026-07-21, got {value!r}') from None
 
 
-def _path(params: Params) -> str:
+def _bool(params: Params, name: str) -> bool:
+    value = params.get(name, False)
+    if not isinstance(value, bool):
+        raise BadRequest(f'"{name}" must be true or false, got {value!r}')
+    return value
+
+
+def _path(service: Service, params: Params) -> str:
+    """The indexed note the ``path`` param names, read as a person types it (notepath)."""
     value = _str(params, "path")
     assert value is not None
-    return value.replace(os.sep, "/").lstrip("/")
+    return resolve_note_path(service.engine, value)
 
 
 def _ref(entry: Entry) -> dict[str, object]:
@@ -116,13 +126,13 @@ def m_day(service: Service, params: Params) -> object:
 
 def m_note(service: Service, params: Params) -> object:
     _only(params, ("path",))
-    path = _path(params)
+    path = _path(service, params)
     return {"path": path, "entries": [e.as_dict() for e in service.engine.entries_of(path)]}
 
 
 def m_links(service: Service, params: Params) -> object:
     _only(params, ("path",))
-    path = _path(params)
+    path = _path(service, params)
     engine = service.engine
     out: list[dict[str, object]] = []
     with engine.lock:
@@ -139,7 +149,8 @@ def m_links(service: Service, params: Params) -> object:
                         "embed": link.embed,
                         "style": link.style,
                         "resolved": [_ref(t) for t in targets],
-                        "unresolved": not targets,
+                        "attachment": link.attachment,
+                        "unresolved": not targets and not link.attachment,
                     }
                 )
     return {"path": path, "links": out}
@@ -147,7 +158,7 @@ def m_links(service: Service, params: Params) -> object:
 
 def m_backlinks(service: Service, params: Params) -> object:
     _only(params, ("path",))
-    path = _path(params)
+    path = _path(service, params)
     found = service.engine.backlinks(path)
     return {
         "path": path,
@@ -168,16 +179,13 @@ def m_file_digests(service: Service, params: Params) -> object:
 
 
 def m_reindex(service: Service, params: Params) -> object:
-    _only(params, ())
-    return service.reindex()
+    _only(params, ("dry_run",))
+    return service.reindex(dry_run=_bool(params, "dry_run"))
 
 
 def m_embed(service: Service, params: Params) -> object:
     _only(params, ("rebuild",))
-    rebuild = params.get("rebuild", False)
-    if not isinstance(rebuild, bool):
-        raise BadRequest(f'"rebuild" must be true or false, got {rebuild!r}')
-    return service.embed(rebuild)
+    return service.embed(_bool(params, "rebuild"))
 
 
 def m_shutdown(service: Service, params: Params) -> object:

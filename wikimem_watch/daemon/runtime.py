@@ -255,3 +255,48 @@ def ensure_cache_dir(config: Config) -> None:
         tmp = cache / f".gitignore.{os.getpid()}.tmp"
         tmp.write_text("*\n", encoding="utf-8")
         os.replace(tmp, ignore)
+
+
+# ------------------------------------------------------------- the remembered embedder
+
+REMEMBERED_EMBEDDERS = ("local", "hash")  # never a network embedder: see remembered_embedder
+MAX_STATE_BYTES = 4096
+
+
+def embedder_state_path(cache_path: Path) -> Path:
+    """``<cache>/embedder-<host>.json``: which embedder this host's last daemon used."""
+    return cache_path / f"embedder-{host_tag()}.json"
+
+
+def remember_embedder(config: Config) -> None:
+    """Record the embedder this daemon uses, for in-process runs on this host (atomic)."""
+    from ..vectors.files import atomic_write
+
+    record = {"embed": config.embed, "host": host_tag(), "written_at": round(time.time(), 3)}
+    atomic_write(embedder_state_path(config.cache_path), json.dumps(record).encode() + b"\n")
+
+
+def remembered_embedder(cache_path: Path) -> str | None:
+    """The embedder this host's last daemon used, when it keeps data on this machine.
+
+    Only ``local`` and ``hash`` are taken from the file: it lives in the cache dir, usually
+    inside the vault, and nothing in the vault may send notes off the machine or choose an
+    endpoint (ADR-0010), so an ``http`` record is ignored. A file that is missing, a
+    symlink, oversized or malformed counts as no record.
+    """
+    try:
+        fd = os.open(embedder_state_path(cache_path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        raw = os.read(fd, MAX_STATE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        record = json.loads(raw) if len(raw) <= MAX_STATE_BYTES else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    kind = record.get("embed") if isinstance(record, dict) else None
+    return kind if kind in REMEMBERED_EMBEDDERS else None

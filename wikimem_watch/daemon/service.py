@@ -19,7 +19,6 @@ import logging
 import os
 import queue
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -27,15 +26,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from .. import __version__
 from ..config import Config, cache_dir_problem
 from ..core.engine import ApplyStats, Engine
+from ..core.plan import plan_scan
 from ..core.vault import iter_notes, notes_below
 from ..errors import ConfigError
 from ..retrieval.query import VectorSignal
 from ..vectors.service import VectorService, open_vectors
 from .http import HttpEndpoint, start_http, token_path
 from .methods import STOP_AFTER_REPLY
+from .report import index_status
 from .runtime import (
     DaemonLock,
     LockInfo,
@@ -110,7 +110,7 @@ class Daemon:
         os.set_blocking(self._wake_w, False)
         self._stats: dict[str, StatKey] = {}
         self._last_rescan = time.monotonic()
-        self._unresolved: tuple[int, int, float] = (-1, 0, 0.0)
+        self._unresolved: tuple[int, list[dict[str, object]], float] = (-1, [], 0.0)
         self.watcher = Watcher(
             config.vault,
             self._changes,  # type: ignore[arg-type]  # also carries jobs and the stop mark
@@ -403,7 +403,9 @@ class Daemon:
 
     # ------------------------------------------------------------------- service
 
-    def reindex(self) -> dict[str, object]:
+    def reindex(self, dry_run: bool = False) -> dict[str, object]:
+        if dry_run:
+            return plan_scan(self.engine)  # reads only; appliers wait on the apply lock
         job = _Job("reindex")
         self._changes.put(job)
         if not job.done.wait(timeout=3600):
@@ -420,7 +422,7 @@ class Daemon:
                 "embeddings are off: serve with --embed local|http (or set embed in config.toml)"
             )
         self.engine.sync_vectors(rebuild=rebuild)
-        return self._vectors_status()
+        return self.engine.vectors.status()
 
     def pending(self) -> int:
         with self._changes.mutex:
@@ -431,53 +433,27 @@ class Daemon:
             )
         return self.watcher.pending_count() + queued + self._in_hand
 
-    def _unresolved_count(self) -> int:
-        """Counting unresolved links walks every link (~0.1 s at 100k entries, under the
+    def _unresolved_links(self) -> list[dict[str, object]]:
+        """Finding unresolved links walks every link (~0.1 s at 100k entries, under the
         lock): do it once ready, at most once per generation and per ``UNRESOLVED_REFRESH_S``."""
-        gen, count, at = self._unresolved
+        gen, found, at = self._unresolved
         now = time.monotonic()
         stale = gen != self.engine.generation and (gen < 0 or now - at >= UNRESOLVED_REFRESH_S)
         if stale and self.state == "ready":
-            count = len(self.engine.unresolved_links())
-            self._unresolved = (self.engine.generation, count, now)
-        return count
-
-    def _vectors_status(self) -> dict[str, object]:
-        """The embeddings component's own status, or ``{"state": "off"}``."""
-        if self.engine.vectors is not None:
-            return self.engine.vectors.status()
-        return {"state": "off"}
+            found = self.engine.unresolved_links()
+            self._unresolved = (self.engine.generation, found, now)
+        return found
 
     def status(self) -> dict[str, object]:
-        engine = self.engine
-        with engine.lock:
-            counts = engine.counts()
-            result: dict[str, object] = {
-                "state": self.state,
-                "vault": str(self.config.vault),
-                "socket": str(self.socket_path),
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "version": __version__,
-                "entries": {**counts, "total": sum(counts.values())},
-                "files": len(engine.files),
-                "skipped": [
-                    {"path": p, "reason": r}
-                    for p, r in sorted({**engine.skipped, **engine.linked_dirs}.items())
-                ],
-                "warnings": engine.warnings(),
-                "config_warnings": list(self.config.warnings),
-                "cache": {
-                    "path": str(self.config.cache_path),
-                    "usable": self.cache_problem is None,
-                    "problem": self.cache_problem,
-                },
-                "unresolved_links": self._unresolved_count(),
-                "generation": engine.generation,
-                "last_change_at": engine.last_change_at,
-                "digest": engine.digest(),
-            }
+        result = index_status(
+            self.engine,
+            self.config,
+            state=self.state,
+            cache_problem=self.cache_problem,
+            unresolved=self._unresolved_links(),
+        )
         result.update(
+            socket=str(self.socket_path),
             pending=self.pending(),
             watcher=self.watcher.kind,
             uptime_s=round(time.monotonic() - self._started_mono, 3),
@@ -487,7 +463,6 @@ class Daemon:
             if self.http is None
             else {"url": self.http.url, "token_file": str(token_path(self.config))},
             safety_rescan_s=self.safety_rescan_s,
-            vectors=self._vectors_status(),
         )
         return result
 

@@ -83,9 +83,11 @@ def run_query(
             hits = head + hits[: req.k - len(head)]
             costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
             hits = hits[: budget_cut(costs, req.budget_tokens)]
+    searchable = bool(terms) or bool(applied and listing)
     return {
         "q": req.q,
         "hits": hits,
+        "note": None if searchable else nothing_searchable(req.q, gate),
         "time_range": gate.as_dict() if gate else None,
         "time_range_source": gate.source if gate else None,
         "widened": bool(gate and gate.widened),
@@ -96,6 +98,19 @@ def run_query(
         "generation": engine.generation,
         "took_ms": round((time.perf_counter() - started) * 1000.0, 3),
     }
+
+
+def nothing_searchable(q: str, gate: Gate | None) -> str:
+    """Why a query found nothing before it was even ranked: no words were left to score."""
+    if not q.strip():
+        return "the query is empty: nothing to search for"
+    removed = "stop words"
+    if gate is not None and gate.matched:
+        removed += f" and the time words {gate.matched!r}"
+    why = f"nothing searchable left in {q.strip()!r} after removing {removed}"
+    if gate is not None and gate.fallback == "empty":
+        why += " (and that window holds no diary entries)"
+    return why
 
 
 def _ranked(

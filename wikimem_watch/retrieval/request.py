@@ -51,6 +51,8 @@ class QueryRequest:
         if unknown:
             raise BadRequest(f"unknown query field(s): {', '.join(sorted(unknown))}")
         q = data.get("q")
+        if q is None:
+            raise BadRequest('q is required: the query text, e.g. {"q": "dentist", "k": 3}')
         if not isinstance(q, str):
             raise BadRequest(f'"q" must be a string, got {_short(q)}')
         if len(q) > MAX_TEXT_CHARS:

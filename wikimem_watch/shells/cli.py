@@ -16,18 +16,20 @@ from ..errors import WatchError
 from . import output
 from .commands import (
     check_command,
-    day_command,
-    days_command,
     embed_command,
-    note_command,
     parse_time_command,
-    query_command,
-    reindex_command,
     serve_command,
-    status_command,
     stop_command,
 )
 from .output import EXIT_OK, EXIT_USAGE
+from .reading import (
+    day_command,
+    days_command,
+    note_command,
+    query_command,
+    reindex_command,
+    status_command,
+)
 
 TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
 if TYPE_CHECKING:
@@ -174,22 +176,35 @@ def add_daemon_commands(
         help="unfinished request bytes held across all connections (default 32 MiB)",
     )
 
-    for name, help_, handler in (
-        ("status", "the daemon's state, counts, skipped files and warnings", status_command),
-        ("reindex", "make the daemon rescan the whole vault", reindex_command),
-    ):
-        p = _register(sub, add_vault, name, help_, handler)
-        p.add_argument("--json", action="store_true", help="print the JSON object")
-    d = _register(sub, add_vault, "days", "dates with entry counts", days_command)
+    answered = "(through the daemon, else in-process)"
+    p = _register(
+        sub, add_vault, "status", f"counts, skipped files, warnings {answered}", status_command
+    )
+    _add_reading_flags(p)
+    p = _register(
+        sub, add_vault, "reindex", "make the daemon rescan the whole vault", reindex_command
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what a rescan would change, applying nothing (in-process without a daemon)",
+    )
+    _add_reading_flags(p)
+    d = _register(sub, add_vault, "days", f"dates with entry counts {answered}", days_command)
     d.add_argument("--start", help="first date (YYYY-MM-DD)")
     d.add_argument("--end", help="last date (YYYY-MM-DD)")
-    d.add_argument("--json", action="store_true", help="print JSON")
-    d = _register(sub, add_vault, "day", "the entries of one date", day_command)
+    _add_reading_flags(d)
+    d = _register(sub, add_vault, "day", f"the entries of one date {answered}", day_command)
     d.add_argument("date", metavar="DATE", help="YYYY-MM-DD")
-    d.add_argument("--json", action="store_true", help="print JSON")
-    n = _register(sub, add_vault, "note", "the entries of one note", note_command)
-    n.add_argument("path", metavar="PATH", help="vault-relative path, e.g. wiki/people.md")
-    n.add_argument("--json", action="store_true", help="print JSON")
+    _add_reading_flags(d)
+    n = _register(sub, add_vault, "note", f"the entries of one note {answered}", note_command)
+    n.add_argument(
+        "path",
+        metavar="PATH",
+        help="wiki/people.md, ./wiki/people.md, VAULT/wiki/people.md, an absolute path in the "
+        "vault, or a note name as in a link: wiki/people, people",
+    )
+    _add_reading_flags(n)
     st = _register(sub, add_vault, "stop", "stop the vault's daemon", stop_command)
     st.add_argument("--wait", type=float, default=10.0, help="seconds to wait (default 10)")
     c = _register(
@@ -197,6 +212,7 @@ def add_daemon_commands(
     )
     add_index_flags(c)
     c.add_argument("--wait", type=float, default=10.0, help="seconds to wait for quiet")
+    c.add_argument("--verbose", action="store_true", help="also print the vault's parse warnings")
     e = _register(
         sub,
         add_vault,
@@ -211,6 +227,11 @@ def add_daemon_commands(
         help="re-embed everything (after a model change); resumable",
     )
     e.add_argument("--in-process", action="store_true", help="do not use a running daemon")
+
+
+def _add_reading_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the socket method's JSON object")
+    p.add_argument("--in-process", action="store_true", help="do not use a running daemon")
 
 
 def _register(

@@ -6,7 +6,6 @@ Pure presentation over the JSON objects every shell shares; no engine, no socket
 from __future__ import annotations
 
 import json
-import sys
 
 TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
 if TYPE_CHECKING:
@@ -81,7 +80,7 @@ def print_result(result: dict[str, object], as_json: bool) -> int:
     if isinstance(gate, dict):
         print(_window_line(gate, result))
     if not hits:
-        print("no results")
+        print(f"no results: {result['note']}" if result.get("note") else "no results")
         return EXIT_EMPTY
     outside = False
     for hit in hits:
@@ -97,16 +96,96 @@ def print_result(result: dict[str, object], as_json: bool) -> int:
     return EXIT_OK
 
 
-def progress(done: int, pending: int) -> None:
-    total = done + pending
-    width = 30
-    filled = width * done // total if total else width
-    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="", file=sys.stderr)
+class Progress:
+    """A progress bar on ``stream``: ``[####....] done/total`` redrawn in place on a
+    terminal, plain ``embedding: done/total`` lines otherwise (a log, a pipe). ``done`` never
+    goes back, and ``total`` is the work this run was given (it grows only if more arrives).
+    """
+
+    LINE_EVERY_S = 2.0  # plain lines: at most one per this many seconds, and the last
+
+    def __init__(self, stream: Any, width: int = 30) -> None:
+        self.stream = stream
+        self.width = width
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.done = 0
+        self.total = 0
+        self._shown: tuple[int, int] | None = None
+        self._line_at = 0.0
+
+    def update(self, done: int, total: int) -> None:
+        """``done`` of ``total`` (an in-process sync reports both)."""
+        self.total = max(self.total, total, done)
+        self.done = min(max(self.done, done), self.total)
+        self._draw()
+
+    def pending(self, pending: int) -> None:
+        """What a daemon reports: how many still wait. The first count sets the total."""
+        if pending > self.total - self.done:
+            self.total = self.done + pending  # new work arrived (or the first reading)
+        self.update(self.total - pending, self.total)
+
+    def _draw(self) -> None:
+        if self._shown == (self.done, self.total) or self.total == 0:
+            return
+        if self.tty:
+            filled = self.width * self.done // self.total
+            bar = "#" * filled + "." * (self.width - filled)
+            print(f"\r[{bar}] {self.done}/{self.total}", end="", file=self.stream, flush=True)
+        else:
+            import time
+
+            now = time.monotonic()
+            if self.done < self.total and now - self._line_at < self.LINE_EVERY_S:
+                return
+            self._line_at = now
+            print(f"embedding: {self.done}/{self.total}", file=self.stream, flush=True)
+        self._shown = (self.done, self.total)
+
+    def finish(self) -> None:
+        """End the bar's line (a terminal) once something was drawn."""
+        if self.tty and self._shown is not None:
+            print(file=self.stream, flush=True)
 
 
 def print_vectors(status: dict[str, Any]) -> None:
-    print(
-        f"vectors  {status.get('state')}  {status.get('rows', 0)} rows  dim {status.get('dim')}  "
-        f"model {status.get('model') or status.get('embedder')}"
+    print(f"vectors  {vectors_line(status)}")
+
+
+def vectors_line(status: dict[str, Any]) -> str:
+    """The vector cache in one line: state, rows, model, dim, pending, last error."""
+    if status.get("state") == "off":
+        return "off (BM25 only; serve with --embed local|hash|http to add vectors)"
+    return (
+        f"{status.get('state')}  {status.get('rows', 0)} rows  "
+        f"model {status.get('model') or status.get('embedder')}  dim {status.get('dim')}  "
+        f"pending {status.get('pending', 0)}"
         + (f"  last error: {status['last_error']}" if status.get("last_error") else "")
     )
+
+
+def print_status(status: dict[str, Any]) -> None:
+    """``status`` as a short report (the daemon's, or an in-process scan's)."""
+    entries = status["entries"]
+    print(f"{status['state']}  vault {status['vault']}  pid {status['pid']} on {status['host']}")
+    if "socket" in status:
+        print(f"socket   {status['socket']}  ({status['watcher']} watcher)")
+    pending = f", pending {status['pending']}" if "pending" in status else ""
+    print(
+        f"index    {status['files']} files, {entries['diary']} diary + {entries['wiki']} wiki "
+        f"entries, generation {status['generation']}{pending}"
+    )
+    print(f"links    {status['unresolved_links']} unresolved")
+    shown = status.get("unresolved", [])
+    for link in shown:
+        print(f"         [[{link['target']}]] in {link['path']}:{link['line']}")
+    if status["unresolved_links"] > len(shown):
+        print(f"         … and {status['unresolved_links'] - len(shown)} more")
+    for item in status["skipped"]:
+        print(f"skipped  {item['path']}: {item['reason']}")
+    for path, warnings in sorted(status["warnings"].items()):
+        for warning in warnings:
+            print(f"warning  {path}: {warning}")
+    for warning in status.get("config_warnings", []):
+        print(f"config   {warning}")
+    print(f"vectors  {vectors_line(status['vectors'])}")

@@ -1,0 +1,149 @@
+"""How a command reaches the index: the vault's running daemon, or an in-process engine.
+
+Talking to a daemon needs only the standard library, the client and the protocol: the
+engine, numpy, markdown-it and watchdog are imported inside the in-process paths
+(``open_engine``, ``local_answer``), so a command that reaches a running daemon starts in
+tens of milliseconds (ADR-0012).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..config import Config, load_config
+from ..daemon.runtime import remembered_embedder
+from ..errors import ConfigError, DaemonUnavailable
+from .client import Client, connect
+from .output import use_logging
+
+TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..core.engine import Engine
+
+FLAG_FIELDS = (
+    "cache_dir",
+    "include",
+    "exclude",
+    "embed",
+    "embed_url",
+    "embed_model",
+    "socket",
+    "follow_external_symlinks",
+    "idle_timeout_s",
+    "max_connections",
+    "max_request_bytes",
+    "max_buffered_bytes",
+    "http",
+    "http_allow_remote",
+    "http_cors_origins",
+)
+
+
+def config_from_args(args: argparse.Namespace, *, in_process: bool = False) -> Config:
+    """The configuration the flags, environment and files give. ``in_process``: when no
+    source names an embedder, use the one this host's last daemon used (local/hash only)."""
+    if args.vault is None:
+        raise ConfigError("--vault DIR is required")
+    flags = {name: getattr(args, name, None) for name in FLAG_FIELDS}
+    return load_config(args.vault, flags, remembered=remembered_embedder if in_process else None)
+
+
+def open_engine(config: Config, *, vectors: bool = False, scan: bool = True) -> Engine:
+    """An in-process engine over a fresh scan; with ``vectors``, the configured embeddings
+    component reads the vector cache as it is (in-process queries never embed the vault).
+
+    Per-file parse warnings are not printed here: the daemon printed them when it started,
+    ``status`` lists them, and ``check --verbose`` prints them.
+    """
+    import logging
+
+    from ..core.engine import Engine
+    from ..vectors.service import open_vectors
+
+    use_logging()
+    engine = Engine(config)
+    if scan:
+        quiet = logging.getLogger("wikimem_watch.core.engine")
+        before = quiet.level
+        quiet.setLevel(max(logging.ERROR, before))
+        try:
+            engine.scan()
+        finally:
+            quiet.setLevel(before)
+    if vectors:
+        engine.vectors = open_vectors(config)
+    return engine
+
+
+def say_in_process(args: argparse.Namespace, config: Config) -> None:
+    """One line on stderr: no daemon answered, so this command runs in-process."""
+    if args.in_process:
+        return
+    line = f"wikimem-watch: no daemon running for {args.vault}; answering in-process"
+    if config.embed_remembered:
+        line += f" (with the {config.embed!r} embedder this host's last daemon used)"
+    print(line, file=sys.stderr)
+
+
+def connect_args(args: argparse.Namespace) -> Client:
+    """A client for ``--socket`` (or WIKIMEM_SOCK), else for ``--vault``'s daemon."""
+    if args.socket is not None:
+        return Client(args.socket)
+    if args.vault is None:
+        env = os.environ.get("WIKIMEM_SOCK")
+        if env:
+            return Client(Path(env).expanduser())
+        raise ConfigError("give --vault DIR (or --socket PATH) to reach a daemon")
+    config = config_from_args(args)
+    try:
+        return connect(config)
+    except DaemonUnavailable:
+        raise DaemonUnavailable(
+            f"no daemon is running for vault {str(config.vault)!r} "
+            f"(start one with: wikimem-watch serve {config.vault})"
+        ) from None
+
+
+def daemon_or_none(args: argparse.Namespace) -> Client | None:
+    """The vault's daemon, or None when none runs and the command can work in-process."""
+    if getattr(args, "in_process", False):
+        return None
+    try:
+        return connect_args(args)
+    except DaemonUnavailable:
+        if args.vault is None:
+            raise
+        return None
+
+
+def call(
+    args: argparse.Namespace, method: str, params: dict[str, object] | None = None
+) -> dict[str, Any]:
+    """One call to the daemon (DaemonUnavailable when none runs)."""
+    with connect_args(args) as client:
+        return obj(client.call(method, params))
+
+
+def answer(args: argparse.Namespace, method: str, params: dict[str, object]) -> dict[str, Any]:
+    """The socket method's result: from the daemon when one runs, else the same method run
+    in-process over a fresh scan (said once on stderr)."""
+    client = daemon_or_none(args)
+    if client is not None:
+        with client:
+            return obj(client.call(method, params))
+    config = config_from_args(args, in_process=True)
+    say_in_process(args, config)
+    from .inprocess import local_answer
+
+    return obj(local_answer(config, method, params))
+
+
+def obj(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise DaemonUnavailable(f"the daemon sent {type(value).__name__} where an object belongs")
+    return value

@@ -1,0 +1,192 @@
+"""The reading commands: ``query``, ``days``, ``day``, ``note``, ``status`` and
+``reindex``. Each asks the vault's daemon, or with none running answers in-process (said
+on stderr), and ``--json`` prints exactly the object the socket method answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import WatchError
+from .access import answer, call, config_from_args, daemon_or_none, open_engine, say_in_process
+from .client import Client, RemoteError
+from .output import (
+    EXIT_EMPTY,
+    EXIT_OK,
+    print_entries,
+    print_json,
+    print_result,
+    print_status,
+)
+
+TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def query_command(args: argparse.Namespace) -> int:
+    """Through the vault's daemon when one runs; else in-process (said once on stderr)."""
+    client = daemon_or_none(args)
+    if client is not None:
+        with client:
+            if args.embed is not None:
+                _warn_if_embedder_differs(client, args.embed)
+            if args.text == "-":
+                return _batch(lambda req: _remote_query(client, req))
+            return print_result(_remote_query(client, request_from_args(args)), args.json)
+    from ..retrieval.query import run_query
+    from ..retrieval.request import QueryRequest
+
+    config = config_from_args(args, in_process=True)
+    say_in_process(args, config)
+    engine = open_engine(config, vectors=True)
+    if args.text == "-":
+        return _batch(lambda req: run_query(engine, QueryRequest.from_dict(req)))
+    req = QueryRequest.from_dict(request_from_args(args))
+    return print_result(run_query(engine, req), args.json)
+
+
+def _warn_if_embedder_differs(client: Client, wanted: str) -> None:
+    """``query --embed X`` cannot change a running daemon's embedder: say so."""
+    running = client.call("status")
+    have = running.get("embed") if isinstance(running, dict) else None
+    if have is not None and have != wanted:
+        print(
+            f"wikimem-watch: warning: the daemon ranks with embed={have!r}, not {wanted!r}; "
+            "--embed applies to a daemon when it starts (restart it with --embed, or query "
+            "with --in-process)",
+            file=sys.stderr,
+        )
+
+
+def _remote_query(client: Client, req: object) -> dict[str, Any]:
+    if not isinstance(req, dict):
+        raise RemoteError(-32602, f"a query must be a JSON object, got {type(req).__name__}")
+    result = client.call("query", req)
+    assert isinstance(result, dict)
+    return result
+
+
+def _batch(answer_one: Callable[[Any], dict[str, Any]]) -> int:
+    """One JSON request per stdin line → exactly one JSON line out per line in, in order, so
+    results pair with requests by position (a blank or bad line gets an error object).
+    Exit 1 when any line failed."""
+    failed = False
+    for line in sys.stdin:
+        out: dict[str, Any]
+        try:
+            if not line.strip():
+                out = {"error": {"code": -32600, "message": "empty line: expected a JSON object"}}
+            else:
+                out = answer_one(json.loads(line))
+        except json.JSONDecodeError as exc:
+            out = {
+                "error": {"code": -32700, "message": f"bad JSON: {exc.msg} at column {exc.colno}"}
+            }
+        except WatchError as exc:
+            out = {"error": {"code": exc.code, "message": exc.message}}
+        failed = failed or "error" in out
+        print(json.dumps(out, ensure_ascii=False), flush=True)
+    return EXIT_EMPTY if failed else EXIT_OK
+
+
+def status_command(args: argparse.Namespace) -> int:
+    status = answer(args, "status", {})
+    if args.json:
+        print_json(status)
+    else:
+        print_status(status)
+    return EXIT_OK
+
+
+def days_command(args: argparse.Namespace) -> int:
+    params = {k: v for k, v in (("start", args.start), ("end", args.end)) if v}
+    result = answer(args, "days", params)
+    days = result["days"]
+    if args.json:
+        print_json(result)
+    elif not days:
+        span = f" between {args.start or '…'} and {args.end or '…'}" if params else ""
+        print(f"no diary entries{span}")
+    for d in [] if args.json else days:
+        print(f"{d['date']}  {d['entries']}")
+    return EXIT_OK if days else EXIT_EMPTY
+
+
+def day_command(args: argparse.Namespace) -> int:
+    result = answer(args, "day", {"date": args.date})
+    if args.json:
+        print_json(result)
+    elif not result["entries"]:
+        print(f"no entries on {result['date']}")
+    return print_entries(result["entries"], args.json)
+
+
+def note_command(args: argparse.Namespace) -> int:
+    result = answer(args, "note", {"path": _as_typed(args.path, args.vault)})
+    if args.json:
+        print_json(result)
+    return print_entries(result["entries"], args.json)
+
+
+def _as_typed(path: str, vault: Path | None) -> str:
+    """``vault_example/wiki/people.md`` → ``wiki/people.md`` when ``--vault vault_example``
+    was given the same way; any other form goes to the daemon as typed (core.notepath)."""
+    if vault is None or Path(path).is_absolute() or Path(vault).is_absolute():
+        return path
+    given, parts = Path(vault).parts, Path(path).parts
+    if len(parts) > len(given) and parts[: len(given)] == given and ".." not in given:
+        return Path(*parts[len(given) :]).as_posix()
+    return path
+
+
+def reindex_command(args: argparse.Namespace) -> int:
+    if not args.dry_run:
+        stats = call(args, "reindex")  # a rescan is a daemon's: no daemon, nothing to rescan
+        if "error" in stats:
+            raise WatchError(f"reindex failed: {stats['error']}")
+    else:
+        stats = answer(args, "reindex", {"dry_run": True})
+    if args.json:
+        print_json(stats)
+        return EXIT_OK
+    verb = "a rescan would change" if args.dry_run else "reindexed"
+    print(
+        f"{verb}: {stats['changed']} changed, {stats['removed']} removed, "
+        f"{stats['unchanged']} unchanged, {stats['skipped']} skipped"
+        + (f" in {stats['elapsed_s']}s" if "elapsed_s" in stats else "")
+    )
+    for kind, paths in stats.get("paths", {}).items():
+        for path in paths:
+            print(f"  {kind:8} {path}")
+    return EXIT_OK
+
+
+def split_csv(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def request_from_args(args: argparse.Namespace) -> dict[str, object]:
+    """The JSON query request the flags describe (only fields that were given)."""
+    req: dict[str, object] = {"q": args.text, "k": args.k}
+    if args.time_range:
+        req["time_range"] = args.time_range
+    for name in ("now", "tz", "budget_tokens"):
+        if getattr(args, name) is not None:
+            req[name] = getattr(args, name)
+    for name in ("kinds", "paths", "tags"):
+        if getattr(args, name):
+            req[name] = split_csv(getattr(args, name))
+    if args.no_parse_time:
+        req["parse_time"] = False
+    if args.no_links:
+        req["expand_links"] = False
+    if args.explain:
+        req["explain"] = True
+    return req
