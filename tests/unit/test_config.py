@@ -218,3 +218,37 @@ def test_environment_and_flags_are_trusted(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("WIKIMEM_WATCH_EMBED_API_KEY_ENV", "MY_KEY")
     config = load_config(tmp_path, {"embed_url": "http://127.0.0.1:1/v1", "embed": "http"})
     assert config.embed_api_key_env == "MY_KEY" and config.embed_url == "http://127.0.0.1:1/v1"
+
+
+def test_an_unknown_wikimem_watch_variable_warns_once_naming_the_closest_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wikimem_watch import config as config_module
+
+    monkeypatch.setattr(config_module, "_warned_env", set())
+    monkeypatch.setenv("WIKIMEM_WATCH_EMBEDD", "local")
+    monkeypatch.setenv("WIKIMEM_WATCH_EMBED_API_KEY", "sk-not-a-setting-but-known")
+    load_config(tmp_path)
+    load_config(tmp_path)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "unknown variable WIKIMEM_WATCH_EMBEDD (did you mean WIKIMEM_WATCH_EMBED?)" in err
+
+
+def test_a_remembered_embedder_is_used_only_when_no_source_names_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".wikimem").mkdir()
+    seen: list[Path] = []
+
+    def remembered(cache: Path) -> str | None:
+        seen.append(cache)
+        return "hash"
+
+    config = load_config(tmp_path, remembered=remembered)
+    assert (config.embed, config.embed_remembered) == ("hash", True)
+    assert seen == [tmp_path / ".wikimem"]
+    flag = load_config(tmp_path, {"embed": "none"}, remembered=remembered)
+    assert (flag.embed, flag.embed_remembered) == ("none", False)
+    monkeypatch.setenv("WIKIMEM_WATCH_EMBED", "none")
+    assert load_config(tmp_path, remembered=remembered).embed == "none"

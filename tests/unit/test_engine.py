@@ -183,3 +183,14 @@ def test_concurrent_appliers_of_the_same_file_end_like_a_fresh_scan(example_vaul
         t.join(10)
     engine.apply(["wiki/people.md"])  # the last write may have landed after every apply
     assert engine.digest() == fresh(example_vault).digest()
+
+
+def test_image_embeds_and_other_attachments_are_not_unresolved_links(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "wiki/a.md",
+        "## A\n![[cover.png]] [[scan.PDF]] ![[clip.mp3]] [[Release 1.2]] [[missing note]]\n",
+    )
+    targets = [u["target"] for u in fresh(tmp_path).unresolved_links()]
+    assert targets == ["Release 1.2", "missing note"]
+    assert Link("cover.png", embed=True).attachment and not Link("notes.md").attachment

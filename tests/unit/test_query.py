@@ -312,3 +312,32 @@ def test_time_only_questions_list_their_window(
     keys = [(h["date"], h["time"] or "") for h in found]
     assert keys == sorted(keys)
     assert result["time_range_source"] == "parsed"
+
+
+@pytest.mark.parametrize(
+    ("q", "why"),
+    [
+        ("", "the query is empty"),
+        ("   ", "the query is empty"),
+        ("the of and", "nothing searchable left in 'the of and' after removing stop words"),
+    ],
+)
+def test_a_query_with_nothing_searchable_says_so_in_its_note(
+    example_engine: Engine, q: str, why: str
+) -> None:
+    result = ask(example_engine, q=q)
+    assert hits(result) == []
+    assert str(result["note"]).startswith(why)
+
+
+def test_a_time_only_query_whose_window_is_empty_names_the_time_words(
+    example_engine: Engine,
+) -> None:
+    result = ask(example_engine, q="2020年1月1日", now="2026-11-29T10:00:00")
+    assert hits(result) == []
+    assert "'2020年1月1日'" in str(result["note"]) and "no diary entries" in str(result["note"])
+
+
+def test_a_query_with_words_left_has_no_note(example_engine: Engine) -> None:
+    assert ask(example_engine, q="火锅")["note"] is None
+    assert ask(example_engine, q="zzzyyyxxx")["note"] is None

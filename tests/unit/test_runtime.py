@@ -108,3 +108,44 @@ def test_a_cache_dir_symlinked_out_of_the_vault_is_never_created_chmodded_or_use
         ensure_cache_dir(config)
     assert default_socket_path(config).parent == runtime / "wikimem-watch"
     assert list(elsewhere.iterdir()) == [] and stat.S_IMODE(elsewhere.stat().st_mode) == 0o755
+
+
+@pytest.mark.parametrize("kind", ["local", "hash"])
+def test_the_embedder_a_daemon_used_is_remembered_per_host(tmp_path: Path, kind: str) -> None:
+    from wikimem_watch.daemon.runtime import (
+        embedder_state_path,
+        remember_embedder,
+        remembered_embedder,
+    )
+
+    remember_embedder(Config(vault=tmp_path, cache_dir=tmp_path, embed=kind))
+    assert embedder_state_path(tmp_path).name == f"embedder-{host_tag()}.json"
+    assert remembered_embedder(tmp_path) == kind
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"embed": "http", "embed_url": "https://attacker.example/v1"}',  # never from the vault
+        '{"embed": "none"}',
+        "not json",
+        "[1, 2]",
+        '{"embed": "local"' + " " * 5000 + "}",  # oversized
+    ],
+)
+def test_a_remembered_record_that_is_not_local_or_hash_is_no_record(
+    tmp_path: Path, content: str
+) -> None:
+    from wikimem_watch.daemon.runtime import embedder_state_path, remembered_embedder
+
+    embedder_state_path(tmp_path).write_text(content, encoding="utf-8")
+    assert remembered_embedder(tmp_path) is None
+
+
+def test_a_symlinked_record_is_not_followed(tmp_path: Path) -> None:
+    from wikimem_watch.daemon.runtime import embedder_state_path, remembered_embedder
+
+    real = tmp_path / "elsewhere.json"
+    real.write_text('{"embed": "hash"}', encoding="utf-8")
+    embedder_state_path(tmp_path).symlink_to(real)
+    assert remembered_embedder(tmp_path) is None

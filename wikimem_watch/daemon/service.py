@@ -45,6 +45,7 @@ from .runtime import (
     host_tag,
     lock_path,
     private_dir,
+    remember_embedder,
     runtime_dir,
     vault_key,
 )
@@ -139,6 +140,11 @@ class Daemon:
         for warning in self.config.warnings:
             log.warning("config: %s", warning)
         self._prepare_cache_dir()
+        if self.cache_problem is None:
+            try:  # in-process runs on this host use the same (local/hash) embedder
+                remember_embedder(self.config)
+            except OSError as exc:
+                log.warning("cannot record the embedder in the cache dir: %s", exc)
         check_socket_path(self.socket_path)
         parent = self.socket_path.parent
         if parent == self.config.cache_path:

@@ -27,15 +27,11 @@ def print_json(obj: object) -> None:
     print(json.dumps(obj, ensure_ascii=False, indent=None))
 
 
-def print_entries(entries: list[dict[str, Any]], as_json: bool) -> int:
-    if as_json:
-        print_json(entries)
-    else:
-        for e in entries:
-            when = " ".join(x for x in (e.get("date"), e.get("time")) if x) or "-"
-            print(f"{when:16}  {e['path']}:{e['line']}  {e['heading']}")
-            print(f"        {' '.join(str(e['text']).split())[:110]}")
-    return 0 if entries else 1
+def print_entries(entries: list[dict[str, Any]]) -> None:
+    for e in entries:
+        when = " ".join(x for x in (e.get("date"), e.get("time")) if x) or "-"
+        print(f"{when:16}  {e['path']}:{e['line']}  {e['heading']}")
+        print(f"        {' '.join(str(e['text']).split())[:110]}")
 
 
 def _window_line(gate: dict[str, object], result: dict[str, object]) -> str:

@@ -123,14 +123,18 @@ def day_command(args: argparse.Namespace) -> int:
         print_json(result)
     elif not result["entries"]:
         print(f"no entries on {result['date']}")
-    return print_entries(result["entries"], args.json)
+    else:
+        print_entries(result["entries"])
+    return EXIT_OK if result["entries"] else EXIT_EMPTY
 
 
 def note_command(args: argparse.Namespace) -> int:
     result = answer(args, "note", {"path": _as_typed(args.path, args.vault)})
     if args.json:
         print_json(result)
-    return print_entries(result["entries"], args.json)
+    else:
+        print_entries(result["entries"])
+    return EXIT_OK if result["entries"] else EXIT_EMPTY
 
 
 def _as_typed(path: str, vault: Path | None) -> str:

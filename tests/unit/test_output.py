@@ -1,0 +1,66 @@
+"""What the command line prints (shells.output): the progress bar, status, results."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from wikimem_watch.shells.output import Progress, print_result
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def drawn(stream: io.StringIO) -> list[tuple[int, int]]:
+    return [(int(a), int(b)) for a, b in re.findall(r"(\d+)/(\d+)", stream.getvalue())]
+
+
+def test_on_a_terminal_the_bar_redraws_in_place_and_never_goes_back() -> None:
+    out = Terminal()
+    bar = Progress(out)
+    for pending in (120, 120, 88, 40, 40, 0):  # a daemon's readings, every 0.5 s
+        bar.pending(pending)
+    bar.finish()
+    steps = drawn(out)
+    assert steps == [(0, 120), (32, 120), (80, 120), (120, 120)]
+    assert out.getvalue().count("\r") == len(steps) and out.getvalue().endswith("\n")
+
+
+def test_the_total_is_the_work_given_and_grows_only_when_more_arrives() -> None:
+    out = Terminal()
+    bar = Progress(out)
+    bar.pending(10)
+    bar.pending(5)
+    bar.pending(25)  # an edit queued 20 more while embedding
+    bar.pending(0)
+    assert drawn(out) == [(0, 10), (5, 10), (5, 30), (30, 30)]
+
+
+def test_without_a_terminal_it_prints_plain_lines_with_the_last_one_complete() -> None:
+    out = io.StringIO()
+    bar = Progress(out)
+    for done in range(0, 101, 10):
+        bar.update(done, 100)
+    bar.finish()
+    text = out.getvalue()
+    assert "\r" not in text and "#" not in text
+    lines = text.splitlines()
+    assert all(line.startswith("embedding: ") for line in lines)
+    assert lines[-1] == "embedding: 100/100"
+    done = [a for a, _ in drawn(out)]
+    assert done == sorted(done)
+
+
+def test_a_query_with_nothing_searchable_prints_why_not_just_no_results(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = print_result(
+        {"hits": [], "time_range": None, "note": "the query is empty: nothing to search for"},
+        as_json=False,
+    )
+    assert code == 1
+    assert capsys.readouterr().out == "no results: the query is empty: nothing to search for\n"
