@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -88,3 +89,39 @@ def test_every_query_field_is_listed_in_the_readme() -> None:
 
     missing = {n for n in QueryRequest.__dataclass_fields__ if f"`{n}`" not in README}
     assert not missing, f"README's query table lacks {sorted(missing)}"
+
+
+def test_protocol_example_ids_are_ids_the_parser_produces() -> None:
+    from wikimem_watch.core.parse import parse_note
+
+    note = parse_note("diary/2026-11-14.md", "## 19:30\nhot pot\n\n## 19:30\nrice cakes\n")
+    for entry in note.entries:  # diary/2026-11-14.md#19:30 and #19:30~2
+        assert entry.id in PROTOCOL, f"docs/protocol.md never shows an id like {entry.id}"
+    ids = re.findall(r'"id":"([^"]+#[^"]+)"', PROTOCOL)
+    assert ids, "the examples show entry ids"
+    for entry_id in ids:
+        fragment = entry_id.split("#", 1)[1]
+        if entry_id.startswith("diary/"):
+            assert re.fullmatch(r"\d\d:\d\d(~\d+)?", fragment), entry_id
+
+
+def test_the_readme_states_the_k_limit_and_every_embedder() -> None:
+    from wikimem_watch.config import EMBED_KINDS
+    from wikimem_watch.retrieval.request import MAX_K
+
+    assert f"1–{MAX_K}" in README and f"`k` 1–{MAX_K}" in PROTOCOL
+    for kind in EMBED_KINDS:
+        assert f"`{kind}`" in README, kind
+    assert "--embed hash" in README
+
+
+def test_help_says_which_commands_work_without_a_daemon() -> None:
+    from wikimem_watch.shells.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    choices: dict[str, argparse.ArgumentParser] = sub.choices  # type: ignore[assignment]
+    for name in ("status", "days", "day", "note"):
+        assert "(through the daemon, else in-process)" in choices[name].format_help(), name
+        assert f"wikimem-watch {name}" in README
+    assert "--dry-run" in choices["reindex"].format_help() and "--dry-run" in README
+    assert "--verbose" in choices["check"].format_help() and "--verbose" in README

@@ -21,7 +21,10 @@ START_DEADLINE_S = 30.0
 
 
 def wikimem(
-    *args: str, stdin: str | None = None, timeout: float = 60
+    *args: str,
+    stdin: str | None = None,
+    timeout: float = 60,
+    env_extra: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the CLI in a subprocess (as a user would)."""
     return subprocess.run(
@@ -30,7 +33,7 @@ def wikimem(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=child_env(),
+        env={**child_env(), **(env_extra or {})},
     )
 
 

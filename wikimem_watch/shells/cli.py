@@ -237,7 +237,7 @@ def _add_reading_flags(p: argparse.ArgumentParser) -> None:
 def _register(
     sub: Any, add_vault: Callable[..., None], name: str, help_: str, handler: Handler
 ) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = sub.add_parser(name, help=help_, epilog=EPILOG)
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_, description=help_, epilog=EPILOG)
     add_vault(p)
     p.set_defaults(handler=handler)
     return p

@@ -129,6 +129,7 @@ def embed_command(args: argparse.Namespace) -> int:
                 bar.pending(int(status.get("pending") or 0))
                 time.sleep(0.5)
                 status = obj(obj(client.call("status"))["vectors"])
+            bar.pending(int(status.get("pending") or 0))  # the end, when work was seen
         bar.finish()
         return _embedded(status, args)
     config = config_from_args(args, in_process=True)

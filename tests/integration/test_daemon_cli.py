@@ -1,0 +1,214 @@
+"""The command line against a real daemon: what a new user meets in the first hour."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from daemon_harness import DaemonProc, child_env, eventually, short_socket_path, wikimem
+from test_http_embedder import Stub, stub  # noqa: F401  (the fixture)
+
+
+def settled(daemon: DaemonProc) -> bool:
+    status = daemon.result("status")
+    vectors = status["vectors"]
+    return bool(status["pending"] == 0 and vectors["state"] == "ready" and vectors["pending"] == 0)
+
+
+def serve(vault: Path, sock: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "wikimem_watch", "serve", str(vault), "--socket", str(sock), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
+
+
+def stop(proc: subprocess.Popen[str], sock: Path) -> tuple[str, str]:
+    proc.terminate()
+    try:
+        out, err = proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate(timeout=5)
+    sock.unlink(missing_ok=True)
+    return out, err
+
+
+def test_serve_prints_one_ready_line_on_stdout_and_its_problems_on_stderr(vault: Path) -> None:
+    (vault / "diary" / "notes-to-self.md").write_text("## x\nnot a date\n", encoding="utf-8")
+    sock = short_socket_path()
+    proc = serve(vault, sock)
+    try:
+        assert proc.stdout is not None
+        ready = proc.stdout.readline()  # blocks until the daemon is ready
+    finally:
+        out, err = stop(proc, sock)
+    assert ready.startswith(f"wikimem-watch: ready: {vault.resolve()} on {sock} — 3 files")
+    assert "1 diary + 2 wiki entries" in ready and "watcher" in ready
+    assert out == ""
+    assert "diary/notes-to-self.md: diary file name is not a valid YYYY-MM-DD date" in err
+
+
+def test_serve_quiet_prints_nothing_when_ready(vault: Path) -> None:
+    sock = short_socket_path()
+    proc = serve(vault, sock, "--quiet")
+    try:
+        eventually(
+            lambda: wikimem("status", "--socket", str(sock), "--json").returncode == 0,
+            "daemon answers",
+        )
+    finally:
+        out, err = stop(proc, sock)
+    assert out == "" and "ready" not in err
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "argv"),
+    [
+        ("days", {}, ("days",)),
+        ("day", {"date": "2026-07-20"}, ("day", "2026-07-20")),
+        ("note", {"path": "wiki/people.md"}, ("note", "./wiki/people.md")),
+    ],
+)
+def test_json_of_days_day_and_note_is_the_socket_methods_object_with_or_without_daemon(
+    daemon: DaemonProc, method: str, params: dict[str, object], argv: tuple[str, ...]
+) -> None:
+    expected = daemon.result(method, params)
+    through = wikimem(*argv, "--vault", str(daemon.vault), "--socket", str(daemon.sock), "--json")
+    alone = wikimem(*argv, "--vault", str(daemon.vault), "--in-process", "--json")
+    assert json.loads(through.stdout) == expected
+    assert json.loads(alone.stdout) == expected
+
+
+def test_the_note_method_reads_paths_as_typed_and_refuses_ones_outside(
+    daemon: DaemonProc,
+) -> None:
+    absolute = str(daemon.vault.resolve() / "wiki" / "people.md")
+    for typed in ("people", "wiki/people", "./wiki/people.md", absolute):
+        assert daemon.result("note", {"path": typed})["path"] == "wiki/people.md"
+    rpc = daemon.rpc()
+    try:
+        error = rpc.call("note", {"path": "/wiki/people.md"})["error"]
+    finally:
+        rpc.close()
+    assert error["code"] == -32602 and "outside the vault" in error["message"]
+
+
+def test_status_in_process_has_the_daemons_shape_without_the_daemons_own_fields(
+    daemon: DaemonProc,
+) -> None:
+    remote = daemon.result("status")
+    local = json.loads(
+        wikimem("status", "--vault", str(daemon.vault), "--in-process", "--json").stdout
+    )
+    own = {"socket", "pending", "watcher", "uptime_s", "connections", "socket_limits"}
+    assert set(local) == set(remote) - own - {"safety_rescan_s"}
+    assert local["state"] == "in-process" and remote["state"] == "ready"
+    for same in ("entries", "files", "unresolved_links", "unresolved", "digest", "embed"):
+        assert local[same] == remote[same], same
+    assert remote["unresolved"] == [
+        {"id": "wiki/people.md#Ann", "path": "wiki/people.md", "line": 3, "target": "places"}
+    ]
+
+
+@pytest.mark.timeout(20)
+def test_reindex_dry_run_through_the_daemon_lists_changes_and_applies_none(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    # A long debounce keeps the edit pending in the watcher while we ask.
+    daemon = start_daemon(vault, "--debounce-ms", "10000", "--safety-rescan-s", "0")
+    before = daemon.result("status")["generation"]
+    (vault / "wiki" / "people.md").write_text("## Ann\nAnn moved away.\n", encoding="utf-8")
+    out = wikimem("reindex", "--socket", str(daemon.sock), "--dry-run", "--json")
+    plan = json.loads(out.stdout)
+    assert plan["paths"] == {"changed": ["wiki/people.md"], "removed": [], "skipped": []}
+    assert (plan["changed"], plan["unchanged"], plan["dry_run"]) == (1, 1, True)
+    assert daemon.result("status")["generation"] == before, "a dry run applies nothing"
+    stats = daemon.result("reindex")
+    assert stats["changed"] == 1 and daemon.result("status")["generation"] == before + 1
+
+
+def test_check_prints_vault_warnings_only_with_verbose(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    (vault / "diary" / "someday.md").write_text("## x\nwhen?\n", encoding="utf-8")
+    daemon = start_daemon(vault)
+    args = ("check", "--vault", str(vault), "--socket", str(daemon.sock))
+    quiet = wikimem(*args)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    verbose = wikimem(*args, "--verbose")
+    assert verbose.returncode == 0
+    assert verbose.stderr.splitlines() == [
+        "warning  diary/someday.md: diary file name is not a valid YYYY-MM-DD date; "
+        "indexed as a note"
+    ]
+
+
+@pytest.mark.timeout(30)
+def test_the_embedder_given_to_serve_is_used_by_later_queries_without_the_flag(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    daemon = start_daemon(vault, "--embed", "hash")
+    eventually(lambda: settled(daemon), "hash vectors ready")
+    v, s = str(vault), str(daemon.sock)
+    through = wikimem("query", "--vault", v, "--socket", s, "--json", "sailing")
+    assert json.loads(through.stdout)["embedding_used"] is True
+    assert through.stderr == ""
+    table = wikimem("status", "--vault", v, "--socket", s).stdout
+    assert "vectors  ready  2 rows  model hash-ngram23-v1  dim 64  pending 0" in table
+    differs = wikimem("query", "--vault", v, "--socket", s, "--embed", "none", "sailing")
+    assert "the daemon ranks with embed='hash', not 'none'" in differs.stderr
+    daemon.stop()
+
+    alone = wikimem("query", "--vault", v, "--json", "sailing")
+    assert json.loads(alone.stdout)["embedding_used"] is True
+    assert "with the 'hash' embedder this host's last daemon used" in alone.stderr
+    plain = wikimem("query", "--vault", v, "--embed", "none", "--json", "sailing")
+    assert json.loads(plain.stdout)["embedding_used"] is False, "a flag beats the memory"
+
+
+@pytest.mark.timeout(60)
+def test_embed_on_a_mismatched_cache_explains_that_rebuild_is_the_fix(
+    vault: Path,
+    start_daemon: Callable[..., DaemonProc],
+    stub: Stub,  # noqa: F811
+) -> None:
+    daemon = start_daemon(vault, "--embed", "hash")
+    eventually(lambda: settled(daemon), "hash vectors ready")
+    daemon.stop()
+    other = ("--embed", "http", "--embed-url", stub.url, "--embed-model", "stub-16")
+
+    alone = wikimem("embed", "--vault", str(vault), *other)
+    assert alone.returncode == 1
+    assert "--rebuild" in alone.stderr and "another embedding model" in alone.stderr
+    assert stub.requests == [], "a mismatch never re-embeds by itself"
+
+    daemon = start_daemon(vault, *other)
+    through = wikimem("embed", "--vault", str(vault), "--socket", str(daemon.sock))
+    assert through.returncode == 1 and "--rebuild" in through.stderr
+    rebuilt = wikimem("embed", "--vault", str(vault), "--socket", str(daemon.sock), "--rebuild")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "ready  2 rows  model stub-16  dim 16" in rebuilt.stdout
+
+
+def test_embed_in_process_shows_plain_progress_lines_when_stderr_is_not_a_terminal(
+    vault: Path,
+) -> None:
+    out = wikimem(
+        "embed",
+        "--vault",
+        str(vault),
+        "--embed",
+        "hash",
+        "--rebuild",
+        env_extra={"WIKIMEM_WATCH_EMBED_BATCH": "1"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "\r" not in out.stderr
+    assert out.stderr.splitlines() == ["embedding: 1/2", "embedding: 2/2"]
