@@ -114,7 +114,9 @@ class FakeService:
     def status(self) -> dict[str, object]:
         return {"state": "ready", "generation": self.engine.generation}
 
-    def reindex(self) -> dict[str, object]:
+    def reindex(self, dry_run: bool = False) -> dict[str, object]:
+        if dry_run:
+            return {"dry_run": True}
         return {"changed": len(self.engine.scan().changed)}
 
     def request_stop(self) -> None:
@@ -179,6 +181,11 @@ def test_read_methods_answer_from_the_index(service: FakeService) -> None:
     assert set(digests["files"]) == {"diary/2026-07-21.md", "people.md"}
 
 
+def test_reindex_passes_dry_run_to_the_service(service: FakeService) -> None:
+    assert call(service, "reindex", {"dry_run": True})["result"] == {"dry_run": True}
+    assert call(service, "reindex")["result"] == {"changed": 0}
+
+
 @pytest.mark.parametrize(
     ("method", "params", "code"),
     [
@@ -191,6 +198,9 @@ def test_read_methods_answer_from_the_index(service: FakeService) -> None:
         ("status", {"verbose": True}, INVALID_PARAMS),
         ("note", {"path": "missing.md"}, NotFound.code),
         ("backlinks", {"path": "missing.md"}, NotFound.code),
+        ("note", {"path": "/etc/hosts"}, INVALID_PARAMS),
+        ("reindex", {"dry_run": "yes"}, INVALID_PARAMS),
+        ("reindex", {"dry": True}, INVALID_PARAMS),
     ],
 )
 def test_bad_params_and_unknown_names_get_typed_errors(
