@@ -128,6 +128,11 @@ def _split_front_matter(text: str) -> tuple[dict[str, object], int, list[str]]:
     return {str(k): v for k, v in data.items()}, lines, []
 
 
+def front_matter_lines(text: str) -> int:
+    """How many lines the front matter spans (0: none); ``text`` has ``\n`` line breaks."""
+    return _split_front_matter(text)[1]
+
+
 def _flow_depth(raw: str) -> int:
     """An upper bound of the YAML flow nesting depth (brackets, quoted or not)."""
     depth = deepest = 0

@@ -1,0 +1,153 @@
+"""``journal.jsonl`` at the vault root: one JSON object per line, the wikimem library's shapes.
+
+Writes through the daemon (ADR-0013)::
+
+    {"ts", "action": "add"|"update"|"remove", "file", "item", "owner"?, "source_conv"?}
+    {"ts", "action": "diary", "date", "time", "owner"?, "source_conv"?}
+
+and external changes the watcher applied (one line per file, after debouncing)::
+
+    {"ts", "action": "edit"|"create"|"delete"|"move", "path", "by": "external"}
+
+Lines may carry a ``detail`` (as wikimem's own journal may), e.g. when a write was
+re-applied after an editor's save overwrote it. Each line is one ``write`` on an
+``O_APPEND`` descriptor, so it is safe beside another appender (wikimem itself); the file is
+opened ``O_NOFOLLOW | O_NONBLOCK`` and must be a regular file, so a symlink or FIFO planted
+as ``journal.jsonl`` neither redirects nor blocks a write (the line is skipped, with a
+warning). It is not a note (not ``.md``), so it is never indexed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+JOURNAL_NAME = "journal.jsonl"
+MAX_READ_BYTES = 4 * 1024 * 1024  # one `journal` reply reads at most this much
+_OPEN = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def now_iso() -> str:
+    """The current instant, UTC, whole seconds (the wikimem library's journal ``ts``)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Journal:
+    """Appends lines to ``<vault>/journal.jsonl``."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / JOURNAL_NAME
+        self._warned = False
+
+    def append(self, record: dict[str, object]) -> bool:
+        """Write one line (``ts`` first); False when the journal cannot be written."""
+        line = json.dumps({"ts": now_iso(), **record}, ensure_ascii=False) + "\n"
+        try:
+            fd = os.open(self.path, _OPEN, 0o644)
+        except OSError as exc:
+            return self._skip(f"cannot open it: {exc.strerror or exc}")
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return self._skip("it is not a regular file")
+            os.write(fd, line.encode("utf-8"))
+            return True
+        except OSError as exc:
+            return self._skip(f"cannot write it: {exc.strerror or exc}")
+        finally:
+            os.close(fd)
+
+    def _skip(self, why: str) -> bool:
+        if not self._warned:
+            log.warning("journal %s: %s; journal lines are skipped", self.path, why)
+            self._warned = True
+        return False
+
+    def wiki(
+        self,
+        action: str,
+        file: str,
+        item: str,
+        owner: str | None,
+        source: str | None,
+        detail: str | None = None,
+    ) -> None:
+        record: dict[str, object] = {"action": action, "file": file, "item": item}
+        _provenance(record, owner, source)
+        if detail:
+            record["detail"] = detail
+        self.append(record)
+
+    def diary(
+        self,
+        day: str,
+        time: str,
+        owner: str | None,
+        source: str | None,
+        detail: str | None = None,
+    ) -> None:
+        record: dict[str, object] = {"action": "diary", "date": day, "time": time}
+        _provenance(record, owner, source)
+        if detail:
+            record["detail"] = detail
+        self.append(record)
+
+    def external(self, action: str, path: str, **extra: str) -> None:
+        self.append({"action": action, "path": path, "by": "external", **extra})
+
+
+def _provenance(record: dict[str, object], owner: str | None, source: str | None) -> None:
+    if owner is not None:
+        record["owner"] = owner
+    if source is not None:
+        record["source_conv"] = source
+
+
+def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]:
+    """Lines of the journal: after byte offset ``since`` (a previous ``cursor``), at most
+    ``limit`` of them, else the last ``limit``. ``cursor`` is where the next read starts;
+    ``reset`` says the file shrank below ``since`` (rotated) and reading restarted at 0.
+    Lines that are not JSON objects are skipped."""
+    path = root / JOURNAL_NAME
+    try:
+        fd = os.open(path, _READ)
+    except FileNotFoundError:
+        return {"entries": [], "cursor": 0, "reset": False}
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return {"entries": [], "cursor": 0, "reset": False}
+        size = st.st_size
+        reset = since is not None and since > size
+        if since is None or reset:
+            start = 0 if reset else max(size - MAX_READ_BYTES, 0)
+        else:
+            start = since
+        raw = os.pread(fd, min(size - start, MAX_READ_BYTES), start)
+    finally:
+        os.close(fd)
+    end = raw.rfind(b"\n") + 1  # complete lines only: a line being written is read next time
+    lines = raw[:end].split(b"\n")[:-1]
+    if since is None and start > 0:
+        lines = lines[1:]  # the first line was cut by the read window
+    if since is None or reset:
+        lines = lines[-limit:]
+        cursor = start + end
+    else:
+        lines = lines[:limit]
+        cursor = start + sum(len(ln) + 1 for ln in lines)
+    entries = []
+    for ln in lines:
+        try:
+            obj = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            entries.append(obj)
+    return {"entries": entries, "cursor": cursor, "reset": reset}

@@ -1,0 +1,436 @@
+"""The write path: ``append_diary``, ``upsert_wiki`` and ``delete_wiki`` (ADR-0013).
+
+One implementation behind the socket, the CLI and the Python API. Each call validates its
+input (nothing is written on bad input), takes the lock of its one file (writes to one
+file are serialised, writes to different files run concurrently), edits the text with the
+pure functions of ``core.edit`` and writes it with ``writes`` (``O_APPEND`` when a diary
+entry belongs at the end, else the compare-and-swap replace), journals it, and hands the
+path to ``on_written`` — the daemon applies it to the index there, so the write is
+searchable when the call returns.
+
+Then, for ``REAPPLY_WINDOW_S``, a sweeper looks after it. An editor that saves by writing
+its whole buffer can overwrite our write a moment after it landed; when the file then
+shows our item exactly as it was *before* our write (the diary entry absent, the wiki
+section back to its old text), the write is re-applied once more — never when the item
+changed into anything else, which is a person's edit and wins. The sweeper also hands bytes
+that were appended to a file our replace displaced over to the new file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date as _date
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ..core import edit
+from ..core.parse import parse_note, text_hash
+from ..errors import BadRequest, NotFound
+from . import writes
+from .journal import Journal
+
+log = logging.getLogger(__name__)
+
+REAPPLY_WINDOW_S = 5.0
+MAX_REAPPLY = 3
+SWEEP_S = 0.05
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(slots=True)
+class _Op:
+    """One write, repeatable: ``run()`` → (reply, text it was based on, text written);
+    ``state(text)`` is what the write changes (its entry count, its section)."""
+
+    rel: str
+    run: Callable[[], tuple[dict[str, object], str | None, str]]
+    state: Callable[[str | None], object]
+    journal: Callable[[str | None], None]
+
+
+@dataclass(slots=True)
+class _Recent:
+    """A write the sweeper checks: its ``state`` back to ``before`` means it was lost."""
+
+    op: _Op
+    before: object
+    after: object
+    until: float
+    redone: int = 0
+
+
+@dataclass(slots=True)
+class _FileState:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    recent: list[_Recent] = field(default_factory=list)
+    retired: list[writes.Retired] = field(default_factory=list)
+    own: set[str] = field(default_factory=set)  # text hashes the file had after our writes
+    seen: tuple[int, int, int] | None = None  # (ino, size, mtime) at the last sweep
+
+
+class VaultWriter:
+    """Safe writes into one vault; ``on_written(rel)`` makes them visible (→ generation)."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        journal: Journal | None = None,
+        on_written: Callable[[str], int] | None = None,
+    ) -> None:
+        self.root = root
+        self.journal = journal if journal is not None else Journal(root)
+        self.on_written = on_written
+        self._files: dict[str, _FileState] = {}
+        self._guard = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.reapplied = 0
+        self.rescued = 0
+
+    # ------------------------------------------------------------------- methods
+
+    def append_diary(
+        self,
+        text: object,
+        *,
+        date: str | None = None,
+        time: str | None = None,
+        ts: str | None = None,
+        tz: str | None = None,
+        owner: str | None = None,
+        source: str | None = None,
+    ) -> dict[str, object]:
+        """Write a ``## HH:MM`` entry into ``diary/<date>.md`` in chronological order."""
+        body = edit.check_body(text)
+        ts, day, hhmm = when(ts, date, time, tz)
+        meta = edit.render_meta(owner, source, ts)
+        block = edit.diary_block(hhmm, body, meta)
+        rel = f"diary/{day}.md"
+        op = _Op(
+            rel,
+            lambda: self._diary(rel, day, hhmm, body, meta),
+            lambda t: 0 if t is None else edit.count_block(t, block),
+            lambda detail: self.journal.diary(day, hhmm, owner, source, detail),
+        )
+        return self._perform(op)
+
+    def upsert_wiki(
+        self,
+        file: object,
+        name: object,
+        text: object,
+        *,
+        owner: str | None = None,
+        source: str | None = None,
+        ts: str | None = None,
+    ) -> dict[str, object]:
+        """Replace item ``name``'s section of ``wiki/<file>.md``, or add it."""
+        slug, item, body = edit.check_file(file), edit.check_name(name), edit.check_body(text)
+        stamp = (
+            _check_ts(ts)
+            if ts is not None
+            else datetime.now().astimezone().isoformat(timespec="seconds")
+        )
+        meta = edit.render_meta(owner, source, stamp)
+        rel = f"wiki/{slug}.md"
+        created: list[bool] = []
+
+        def run() -> tuple[dict[str, object], str | None, str]:
+            reply, base, text_out = self._upsert(rel, slug, item, body, meta)
+            created[:] = [reply["created"] is True]
+            return reply, base, text_out
+
+        def note(detail: str | None) -> None:
+            action = "add" if created and created[0] else "update"
+            self.journal.wiki(action, slug, item, owner, source, detail)
+
+        return self._perform(_Op(rel, run, lambda t: edit.item_state(t, item), note))
+
+    def delete_wiki(self, file: object, name: object) -> dict[str, object]:
+        """Remove item ``name``'s section from ``wiki/<file>.md`` (NotFound when absent)."""
+        slug, item = edit.check_file(file), edit.check_name(name)
+        rel = f"wiki/{slug}.md"
+        op = _Op(
+            rel,
+            lambda: self._delete(rel, item),
+            lambda t: edit.item_state(t, item),
+            lambda detail: self.journal.wiki("remove", slug, item, None, None, detail),
+        )
+        return self._perform(op)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _state(self, rel: str) -> _FileState:
+        with self._guard:
+            return self._files.setdefault(rel, _FileState())
+
+    def _perform(self, op: _Op, redone: int = 0) -> dict[str, object]:
+        state = self._state(op.rel)
+        with state.lock:
+            self._rescue(op.rel, state)
+            reply, base, written = op.run()
+            op.journal("reapplied: another save had overwritten it" if redone else None)
+            state.own.add(text_hash(written))
+            before, after = op.state(base), op.state(written)
+            if before != after:
+                until = time.monotonic() + REAPPLY_WINDOW_S
+                state.recent.append(_Recent(op, before, after, until, redone))
+        if self.on_written is not None:
+            reply["generation"] = self.on_written(op.rel)
+        return reply
+
+    def is_own(self, rel: str, digest: str) -> bool:
+        """True when ``rel`` with text hash ``digest`` is a state one of our writes left."""
+        with self._guard:
+            state = self._files.get(rel)
+        return state is not None and digest in state.own
+
+    def _retire(self, rel: str) -> Callable[[writes.Retired], None]:
+        state = self._state(rel)
+
+        def keep(old: writes.Retired) -> None:
+            old.until = time.monotonic() + writes.RETIRE_S
+            state.retired.append(old)
+
+        return keep
+
+    def _diary(
+        self, rel: str, day: str, hhmm: str, body: str, meta: str
+    ) -> tuple[dict[str, object], str | None, str]:
+        path = writes.target(self.root, rel)
+        made: list[edit.Edit] = []
+        based: list[str] = []
+
+        def apply(current: str) -> str:
+            based[:] = [current]
+            made[:] = [edit.insert_diary_entry(current, hhmm, body, meta)]
+            return made[0].text
+
+        for _ in range(writes.MAX_ATTEMPTS):
+            snap = writes.read_snapshot(path, rel)
+            try:
+                if snap.text is None:
+                    new = edit.new_file(day, hhmm, body, meta)
+                    if writes.create(path, new.text.encode()):
+                        return _ref(rel, new.text, new.line, hhmm), None, new.text
+                    continue
+                planned = edit.insert_diary_entry(snap.text, hhmm, body, meta)
+                if planned.appended is not None:
+                    done = writes.append(path, snap, planned.appended.encode())
+                    if done is None:
+                        continue
+                    before = done[1].decode("utf-8", "replace")
+                    lead = len(planned.appended) - len(planned.appended.lstrip("\r\n"))
+                    line = len(edit.split_lines(before + planned.appended[:lead])) + 1
+                    text = before + planned.appended
+                    return _ref(rel, text, line, hhmm), before, text
+                text = writes.replace(path, rel, snap, apply, self._retire(rel))
+                return _ref(rel, text, made[0].line, hhmm), based[0], text
+            finally:
+                snap.close()
+        raise writes.WriteConflict(f"{rel!r} kept changing under other writers; retry")
+
+    def _upsert(
+        self, rel: str, slug: str, item: str, body: str, meta: str
+    ) -> tuple[dict[str, object], str | None, str]:
+        path = writes.target(self.root, rel)
+        made: list[tuple[edit.Edit, bool]] = []
+        based: list[str] = []
+
+        def apply(current: str) -> str:
+            based[:] = [current]
+            made[:] = [edit.upsert_item(current, item, body, meta)]
+            return made[0][0].text
+
+        for _ in range(writes.MAX_ATTEMPTS):
+            snap = writes.read_snapshot(path, rel)
+            try:
+                if snap.text is None:
+                    new = edit.new_file(slug, item, body, meta)
+                    if writes.create(path, new.text.encode()):
+                        return (
+                            {**_ref(rel, new.text, new.line, item), "created": True},
+                            None,
+                            new.text,
+                        )
+                    continue
+                text = writes.replace(path, rel, snap, apply, self._retire(rel))
+                (done, created) = made[0]
+                return {**_ref(rel, text, done.line, item), "created": created}, based[0], text
+            finally:
+                snap.close()
+        raise writes.WriteConflict(f"{rel!r} kept changing under other writers; retry")
+
+    def _delete(self, rel: str, item: str) -> tuple[dict[str, object], str | None, str]:
+        path = writes.target(self.root, rel)
+        snap = writes.read_snapshot(path, rel)
+        try:
+            if snap.text is None or edit.find_item(snap.text, item) is None:
+                raise NotFound(f"no item {item!r} in {rel!r}; nothing deleted")
+            based: list[str] = []
+
+            def apply(current: str) -> str:
+                based[:] = [current]
+                out = edit.delete_item(current, item)
+                if out is None:
+                    raise NotFound(f"item {item!r} in {rel!r} was removed by someone else")
+                return out
+
+            text = writes.replace(path, rel, snap, apply, self._retire(rel))
+        finally:
+            snap.close()
+        return {"path": rel, "item": item, "deleted": True}, based[0], text
+
+    # ------------------------------------------------------------------- sweeper
+
+    def start(self) -> None:
+        """Start the sweeper thread (re-applies lost writes, rescues late appends)."""
+        self._thread = threading.Thread(target=self._sweep_loop, name="write-sweeper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        with self._guard:
+            states = list(self._files.values())
+        for state in states:
+            with state.lock:
+                for old in state.retired:
+                    os.close(old.fd)
+                state.retired.clear()
+
+    def _sweep_loop(self) -> None:
+        while not self._stop.wait(SWEEP_S):
+            try:
+                self.sweep()
+            except Exception:  # a bug must not end the sweeper; the next round tries again
+                log.exception("checking recent writes failed")
+
+    def sweep(self) -> None:
+        """One round: for each file written recently, rescue late appends to displaced
+        files and re-apply writes that a later save overwrote."""
+        with self._guard:
+            busy = [(rel, s) for rel, s in self._files.items() if s.recent or s.retired]
+        for rel, state in busy:
+            redo: list[_Recent] = []
+            with state.lock:
+                self._rescue(rel, state)
+                now = time.monotonic()
+                state.recent = [r for r in state.recent if r.until > now]
+                if state.recent and self._changed(rel, state):
+                    current = _read_text(self.root / rel)
+                    for r in state.recent:
+                        found = r.op.state(current)
+                        if found == r.before and r.redone < MAX_REAPPLY:
+                            redo.append(r)
+                    state.recent = [r for r in state.recent if r not in redo]
+            for r in redo:
+                log.warning(
+                    "%s: a save overwrote a write made %.1fs before; re-applying it",
+                    rel,
+                    REAPPLY_WINDOW_S - (r.until - time.monotonic()),
+                )
+                self.reapplied += 1
+                try:
+                    self._perform(r.op, r.redone + 1)
+                except (BadRequest, NotFound, writes.WriteConflict, OSError) as exc:
+                    log.warning("%s: re-applying a lost write failed: %s", rel, exc)
+
+    def _changed(self, rel: str, state: _FileState) -> bool:
+        try:
+            st = os.stat(self.root / rel)
+            key: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except FileNotFoundError:
+            key = None
+        changed = key != state.seen or key is None
+        state.seen = key
+        return changed
+
+    def _rescue(self, rel: str, state: _FileState) -> None:
+        now = time.monotonic()
+        keep = []
+        for old in state.retired:
+            try:
+                tail = writes.rescue(self.root / rel, old)
+            except OSError as exc:
+                log.warning("%s: could not hand over late bytes: %s", rel, exc)
+                tail = b""
+            if tail:
+                self.rescued += 1
+                log.warning(
+                    "%s: %d bytes appended to the replaced file were moved over", rel, len(tail)
+                )
+            if old.until > now:
+                keep.append(old)
+            else:
+                os.close(old.fd)
+        state.retired = keep
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+
+
+def _ref(rel: str, text: str, line: int, heading: str) -> dict[str, object]:
+    """The reply's reference to what was written: the entry id as the index names it."""
+    entry_id = next(
+        (e.id for e in parse_note(rel, text).entries if e.line == line), f"{rel}#{heading}"
+    )
+    return {"id": entry_id, "path": rel, "heading": heading, "line": line}
+
+
+def _check_ts(ts: object) -> str:
+    if not isinstance(ts, str):
+        raise BadRequest(f'"ts" must be an ISO-8601 string, got {ts!r}')
+    try:
+        datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequest(
+            f'"ts" must be ISO-8601 like 2026-07-21T06:30:00+08:00, got {ts!r}'
+        ) from None
+    return ts
+
+
+def when(
+    ts: str | None, date: str | None, time_: str | None, tz: str | None
+) -> tuple[str, str, str]:
+    """(ts, date, HH:MM) of a diary entry: given ones win; the rest from ``ts`` (or now) in
+    ``tz`` (an IANA name; default the system's local zone)."""
+    zone = None
+    if tz is not None:
+        try:
+            zone = ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise BadRequest(
+                f'"tz" must be an IANA time zone like "Asia/Shanghai", got {tz!r}'
+            ) from None
+    if ts is not None:
+        instant = datetime.fromisoformat(_check_ts(ts).replace("Z", "+00:00"))
+        if instant.tzinfo is None:
+            instant = instant.replace(tzinfo=zone) if zone else instant.astimezone()
+    else:
+        instant = datetime.now(zone).astimezone(zone)
+        ts = instant.isoformat(timespec="seconds")
+    local = instant.astimezone(zone)
+    if date is not None:
+        if not _DATE.match(date):
+            raise BadRequest(f'"date" must be YYYY-MM-DD, got {date!r}')
+        try:
+            _date.fromisoformat(date)
+        except ValueError:
+            raise BadRequest(f'"date" {date!r} is not a calendar day') from None
+    day = date if date is not None else local.strftime("%Y-%m-%d")
+    hhmm = edit.check_time(time_) if time_ is not None else local.strftime("%H:%M")
+    return ts, day, hhmm

@@ -1,0 +1,362 @@
+"""File I/O of the write path: vault-confined targets, snapshots, ``O_APPEND`` and the atomic
+compare-and-swap replace (ADR-0013). No parsing and no index here.
+
+A person's editor takes no lock, so every step assumes someone may write the same file at
+any moment:
+
+- a **snapshot** is read through ``O_NOFOLLOW | O_NONBLOCK`` (a planted symlink or FIFO is
+  refused, never followed or waited on) and its descriptor is kept open;
+- an **append** at the end of a file is one ``write`` on an ``O_APPEND`` descriptor of the
+  very file we read (same inode, same size), so it cannot clobber another appender;
+- a **replace** writes a temp file beside the target (fsync, the target's mode), then
+  exchanges it with the target atomically (``renameat2(RENAME_EXCHANGE)`` on Linux) and
+  compares the displaced file byte for byte with what the edit was based on. Different
+  bytes mean another writer got in between: the edit is re-applied on *their* bytes and the
+  exchange repeated, at most ``MAX_ATTEMPTS`` times. Where exchange is unavailable the
+  target is compared just before ``os.replace`` and the old descriptor just after it;
+- the displaced file is kept open for ``RETIRE_S`` seconds (``Retired``): bytes a process
+  appends to it after the replace (it opened the file before) are appended to the new file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import secrets
+import stat
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.vault import MAX_NOTE_BYTES
+from ..errors import BadRequest, WatchError
+
+MAX_ATTEMPTS = 8
+RETIRE_S = 2.0
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_APPEND = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+class WriteConflict(WatchError):
+    """Other writers kept changing the file; nothing of theirs was overwritten."""
+
+    code = -32009
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """A file as read: its bytes (``None``: no file), stat, and the descriptor kept open."""
+
+    raw: bytes | None
+    st: os.stat_result | None = None
+    fd: int | None = None
+
+    @property
+    def text(self) -> str | None:
+        return None if self.raw is None else self.raw.decode("utf-8")
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+@dataclass(slots=True)
+class Retired:
+    """A file our replace displaced, watched for late appends (``raw``: what it held)."""
+
+    fd: int
+    raw: bytes
+    until: float
+
+
+def target(root: Path, rel: str) -> Path:
+    """The path of vault-relative ``rel``, creating missing directories; refuses ``..``,
+    absolute paths, and directories or files that are symlinks or not what they seem."""
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise BadRequest(f"{rel!r}: writes stay inside the vault (no '..' or absolute paths)")
+    here = root
+    for part in parts[:-1]:
+        here = here / part
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(here)
+        if not stat.S_ISDIR(os.lstat(here).st_mode):
+            raise BadRequest(
+                f"{rel!r}: {part!r} is a symlink or not a directory; writes never leave the vault"
+            )
+    path = root / rel
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return path
+    if not stat.S_ISREG(mode):
+        raise BadRequest(f"{rel!r} is a symlink or not a regular file; not writing through it")
+    return path
+
+
+def read_snapshot(path: Path, rel: str) -> Snapshot:
+    """Read ``path`` (regular file, valid UTF-8, at most 8 MiB); keep its descriptor open."""
+    try:
+        fd = os.open(path, _READ)
+    except FileNotFoundError:
+        return Snapshot(None)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BadRequest(f"{rel!r} is a symlink; not writing through it") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadRequest(f"{rel!r} is not a regular file; not writing")
+        raw = _read_fd(fd)
+        if len(raw) > MAX_NOTE_BYTES:
+            raise BadRequest(f"{rel!r} is larger than {MAX_NOTE_BYTES >> 20} MiB; not editing")
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadRequest(
+                f"{rel!r} is not valid UTF-8 (byte {exc.start}); not editing it"
+            ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return Snapshot(raw, st, fd)
+
+
+def _read_fd(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+        if offset > MAX_NOTE_BYTES:
+            return b"".join(chunks)
+
+
+def append(path: Path, snap: Snapshot, data: bytes) -> tuple[int, bytes] | None:
+    """Append ``data`` in one ``write`` to the file ``snap`` read, if it is still that file
+    with that size; returns (offset of ``data``, the bytes before it) or None (read again)."""
+    assert snap.st is not None and snap.raw is not None
+    try:
+        fd = os.open(path, _APPEND)
+    except (FileNotFoundError, OSError):
+        return None
+    try:
+        st = os.fstat(fd)
+        same = (st.st_dev, st.st_ino, st.st_size) == (snap.st.st_dev, snap.st.st_ino, len(snap.raw))
+        if not stat.S_ISREG(st.st_mode) or not same:
+            return None
+        written = os.write(fd, data)
+        while written < len(data):  # a regular file takes it whole; this is for the odd case
+            written += os.write(fd, data[written:])
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        os.fsync(fd)
+        start = end - len(data)
+        return start, os.pread(fd, start, 0) if start else b""
+    finally:
+        os.close(fd)
+
+
+def create(path: Path, data: bytes) -> bool:
+    """Create ``path`` holding ``data`` atomically; False when it exists already."""
+    tmp = _temp(path, data, 0o644 & ~_umask())
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    _fsync_dir(path.parent)
+    return True
+
+
+def replace(
+    path: Path,
+    rel: str,
+    snap: Snapshot,
+    edit: Callable[[str], str],
+    retire: Callable[[Retired], None],
+) -> str:
+    """Replace the file ``snap`` read with ``edit(its text)``, compare-and-swap; returns the
+    text written. Another writer's bytes are never overwritten: the edit is re-applied on
+    them (``WriteConflict`` after ``MAX_ATTEMPTS``)."""
+    assert snap.raw is not None and snap.st is not None
+    base, expect = snap.raw, snap.raw
+    mode = stat.S_IMODE(snap.st.st_mode)
+    for _ in range(MAX_ATTEMPTS):
+        new_text = edit(base.decode("utf-8"))
+        new = new_text.encode("utf-8")
+        if _EXCHANGE is not None:
+            try:
+                displaced = _exchange_in(path, new, mode)
+            except OSError as exc:
+                if exc.errno not in _UNSUPPORTED:
+                    raise
+                _disable_exchange()  # this file system cannot: compare, then os.replace
+                continue
+            if displaced is None:
+                raise WriteConflict(f"{rel!r} was deleted while being written; not recreating")
+            fd, old = displaced
+            if old == expect:
+                retire(Retired(fd, old, 0.0))
+                return new_text
+            os.close(fd)
+            base, expect = old, new  # theirs, with our edit again; we displace our own next
+            continue
+        current = _read_now(path)
+        if current != expect:
+            if current is None:
+                raise WriteConflict(f"{rel!r} was deleted while being written; not recreating")
+            base, expect = current, current
+            continue
+        tmp = _temp(path, new, mode)
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+        late = _read_fd(snap.fd) if snap.fd is not None else expect
+        if late == expect:
+            return new_text
+        base, expect = late, new  # written to the old file after we read it: theirs first
+    raise WriteConflict(
+        f"{rel!r} kept changing under other writers ({MAX_ATTEMPTS} attempts); nothing written "
+        "over their bytes — retry"
+    )
+
+
+def _exchange_in(path: Path, data: bytes, mode: int) -> tuple[int, bytes] | None:
+    """Swap a new file holding ``data`` with ``path``; returns the displaced file (open) and
+    its bytes, or None when ``path`` is gone."""
+    tmp = _temp(path, data, mode)
+    try:
+        try:
+            _exchange(tmp, path)
+        except FileNotFoundError:
+            return None
+        _fsync_dir(path.parent)
+        fd = os.open(tmp, _READ)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise BadRequest(f"{path.name!r} was swapped for a non-regular file; stopping")
+            return fd, _read_fd(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _read_now(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, _READ)
+    except FileNotFoundError:
+        return None
+    try:
+        return _read_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def rescue(path: Path, old: Retired) -> bytes:
+    """Bytes appended to a displaced file after it was displaced, appended to ``path`` now
+    (empty when none, or when the file was changed other than by appending)."""
+    now = _read_fd(old.fd)
+    if len(now) <= len(old.raw) or not now.startswith(old.raw):
+        return b""
+    tail = now[len(old.raw) :]
+    fd = os.open(path, _APPEND)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        last = b""
+        size = os.fstat(fd).st_size
+        if size:
+            last = os.pread(fd, 1, size - 1)
+        data = (b"\n" if last not in (b"", b"\n", b"\r") else b"") + tail
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    old.raw = now
+    return tail
+
+
+def _temp(path: Path, data: bytes, mode: int) -> Path:
+    """A fsynced temp file beside ``path`` (a dot-name: never a note, never watched)."""
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.wmw-tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _umask() -> int:
+    # Read without a race: /proc has it on Linux; otherwise assume the common 022.
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
+
+
+def _load_exchange() -> Callable[..., int] | None:
+    if sys.platform != "linux":
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_EXCHANGE = _load_exchange()
+
+
+_UNSUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP)
+
+
+def _disable_exchange() -> None:
+    global _EXCHANGE
+    _EXCHANGE = None
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Atomically swap the directory entries ``a`` and ``b`` (Linux renameat2)."""
+    fn = _EXCHANGE
+    assert fn is not None
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return
+    err = ctypes.get_errno()
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def exchange_supported() -> bool:
+    """True when replaces use the atomic exchange (Linux renameat2)."""
+    return _EXCHANGE is not None
