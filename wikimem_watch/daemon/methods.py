@@ -21,6 +21,7 @@ from ..errors import BadRequest
 from ..retrieval.query import VectorSignal, run_query
 from ..retrieval.request import QueryRequest
 from .protocol import METHOD_NOT_FOUND, PROTOCOL_VERSION, ProtocolError
+from .write_methods import WRITE_METHODS
 
 Params = Mapping[str, object]
 
@@ -208,6 +209,7 @@ METHODS: dict[str, Method] = {
     "reindex": m_reindex,
     "embed": m_embed,
     "shutdown": m_shutdown,
+    **WRITE_METHODS,  # append_diary, upsert_wiki, delete_wiki, journal, (un)subscribe
 }
 
 STOP_AFTER_REPLY = frozenset({"shutdown"})

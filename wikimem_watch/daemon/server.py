@@ -33,7 +33,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError, WatchError
@@ -47,6 +47,7 @@ from .protocol import (
     encode_error,
     encode_result,
 )
+from .subscriptions import CURRENT
 
 __all__ = ["METHODS", "Connection", "Limits", "Server", "Service", "handle_line"]
 
@@ -94,6 +95,9 @@ class Connection:
     idle_exempt: bool = False  # e.g. a subscription: silent by design, never timed out
     evicted: bool = False
     held: int = 0  # bytes of an unfinished line, charged to max_buffered_bytes
+    # Replies and subscription notifications share the socket: one writer at a time.
+    send_lock: threading.Lock = field(default_factory=threading.Lock)
+    on_close: list[Callable[[], None]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +266,8 @@ class Server:
         except OSError as exc:
             log.debug("client connection closed: %s", exc)
         finally:
+            for callback in conn.on_close:  # e.g. end its subscriptions
+                callback()
             with self._conns_lock:
                 self._conns.pop(conn, None)
                 self._buffered -= conn.held
@@ -321,9 +327,12 @@ class Server:
                 return False
             conn.busy = True
         try:
+            CURRENT.peer = conn
             reply, method = handle_line(self.service, line)
-            if reply is not None and not self._send(conn.sock, reply):
-                return False
+            if reply is not None:
+                with conn.send_lock:
+                    if not self._send(conn.sock, reply):
+                        return False
             if method is not None and self.after_reply is not None:
                 self.after_reply(method)
             return True

@@ -34,6 +34,7 @@ from ..errors import ConfigError
 from ..retrieval.query import VectorSignal
 from ..vectors.service import VectorService, open_vectors
 from .http import HttpEndpoint, start_http, token_path
+from .journal import Journal
 from .methods import STOP_AFTER_REPLY
 from .report import index_status
 from .runtime import (
@@ -50,6 +51,8 @@ from .runtime import (
     vault_key,
 )
 from .server import Limits, Server
+from .subscriptions import ChangeFeed
+from .vault_writer import VaultWriter
 from .watcher import ChangeSet, ObserverFactory, Watcher
 
 log = logging.getLogger(__name__)
@@ -97,6 +100,11 @@ class Daemon:
         if vectors is None and self.cache_problem is None:
             vectors = open_vectors(config)
         self.engine.vectors = vectors
+        # Writes (ADR-0013): applied through the feed, which also tells subscribers and
+        # journals external changes; searchable when the write call returns.
+        self.journal = Journal(config.vault)
+        self.writer = VaultWriter(config.vault, journal=self.journal, on_written=self._applied)
+        self.feed = ChangeFeed(self.engine, self.journal, self.writer.is_own)
         self._socket_chosen = socket_path is not None or config.socket is not None
         self.socket_path = socket_path or config.socket or default_socket_path(config)
         self.force_polling = config.poll if force_polling is None else force_polling
@@ -178,6 +186,7 @@ class Daemon:
             # hangs on a network mount, a long parse) may keep SIGTERM from stopping us.
             writer = threading.Thread(target=self._writer, name="writer", daemon=True)
             writer.start()
+            self.writer.start()
             self._wait_for_stop()
         finally:
             self._stop_requested = True
@@ -189,6 +198,7 @@ class Daemon:
                         "the writer is still busy after %.0fs; stopping anyway", WRITER_JOIN_S
                     )
             self.watcher.stop()
+            self.writer.stop()
             if self.engine.vectors is not None:
                 self.engine.vectors.close()
             if self.http is not None:
@@ -312,14 +322,23 @@ class Daemon:
         finally:
             job.done.set()
 
-    def _apply(self, paths: Iterable[str]) -> ApplyStats:
-        """Apply in chunks so readers get the lock between them; merge the stats."""
+    def _applied(self, rel: str) -> int:
+        """Apply a file the write path just wrote (on the caller's thread: the engine's
+        ``apply_lock`` orders it with the writer thread); the generation that holds it."""
+        stats = self.feed.apply([rel])
+        if stats.changed or stats.removed:
+            self.engine.sync_vectors()
+        return self.engine.generation
+
+    def _apply(self, paths: Iterable[str], *, external: bool = False) -> ApplyStats:
+        """Apply in chunks so readers get the lock between them; merge the stats.
+        ``external``: changes the watcher found, journaled (ADR-0013)."""
         total = ApplyStats()
         batch = list(dict.fromkeys(paths))
         for i in range(0, len(batch), CHUNK_FILES):
             if self._stop_requested:
                 break  # stopping: the chunk in hand was finished; the next start rescans
-            stats = self.engine.apply(batch[i : i + CHUNK_FILES])
+            stats = self.feed.apply(batch[i : i + CHUNK_FILES], external=external)
             total.changed += stats.changed
             total.removed += stats.removed
             total.unchanged += stats.unchanged
@@ -363,7 +382,7 @@ class Daemon:
         paths = set(changes.paths)
         for rel in changes.dirs:
             paths.update(self._under(rel))
-        stats = self._apply(sorted(paths))
+        stats = self._apply(sorted(paths), external=True)
         if stats.changed or stats.removed:
             log.debug("applied %d changed, %d removed", len(stats.changed), len(stats.removed))
 
@@ -396,7 +415,7 @@ class Daemon:
         known = set(self.engine.files) | set(self.engine.skipped)
         suspect = {p for p, key in now.items() if old.get(p) != key or p not in known}
         suspect |= known - set(now)
-        stats = self._apply(sorted(suspect))
+        stats = self._apply(sorted(suspect), external=True)
         self._stats = now
         self._last_rescan = time.monotonic()
         if stats.changed or stats.removed:

@@ -30,6 +30,7 @@ from .reading import (
     reindex_command,
     status_command,
 )
+from .writing import add_write_commands
 
 TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--json", action="store_true", help="print JSON (null when no window)")
 
     add_daemon_commands(sub, _add_vault, _add_index_flags)
+    add_write_commands(sub, _add_vault)
     return parser
 
 

@@ -1,0 +1,232 @@
+"""Change feed: every index change as entry ids, to subscribers and to the journal.
+
+``ChangeFeed.apply(paths)`` is how the daemon applies files (the writer thread and the
+write path alike): under the engine's ``apply_lock`` it notes what those files held, applies
+them, and compares, so each change is known as added / updated / removed entry ids with the
+generation that holds it. External changes (``external=True``: the watcher, the safety
+rescan) are journaled one line per file; a state one of our own writes left is not external.
+
+Subscribers (``subscribe {paths?, kinds?, q?}``) get ``changed`` notifications on their
+connection. Each has a bounded queue and its own sender thread: publishing never blocks,
+and a subscriber whose queue is full is dropped (its connection closed), never a drag on
+the daemon. ``CURRENT.peer`` is the connection of the request being answered (the server
+sets it per thread), which is how ``subscribe`` knows where to send.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import queue
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..core.engine import ApplyStats, Engine, indexed_text
+from ..core.models import Entry
+from ..core.vault import glob_match
+from ..errors import BadRequest
+from .journal import Journal
+
+log = logging.getLogger(__name__)
+
+QUEUE_MAX = 256  # notifications a subscriber may lag behind before it is dropped
+CURRENT = threading.local()
+
+
+class Peer(Protocol):
+    """The part of a server connection a subscription uses."""
+
+    sock: socket.socket
+    send_lock: threading.Lock
+    idle_exempt: bool
+    on_close: list[Callable[[], None]]
+
+
+@dataclass(slots=True, eq=False)
+class Subscription:
+    id: str
+    peer: Peer
+    paths: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    terms: frozenset[str] | None = None
+    out: queue.Queue[bytes | None] = field(default_factory=lambda: queue.Queue(QUEUE_MAX))
+    dropped: bool = False
+
+    def wants(self, entry: Entry) -> bool:
+        if self.kinds and entry.kind not in self.kinds:
+            return False
+        return not self.paths or glob_match(entry.path, self.paths)
+
+
+class ChangeFeed:
+    """Applies files to the engine and tells subscribers and the journal what changed."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        journal: Journal | None = None,
+        is_own: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.journal = journal
+        self.is_own = is_own
+        self._subs: dict[str, Subscription] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self.dropped = 0
+
+    # --------------------------------------------------------------------- apply
+
+    def apply(self, paths: Iterable[str], *, external: bool = False) -> ApplyStats:
+        batch = list(paths)
+        engine = self.engine
+        with engine.apply_lock:  # only appliers change `files`: reading it here is safe
+            watching = bool(self._subs)
+            hashes = {p: engine.files[p].text_hash for p in batch if p in engine.files}
+            before = self._entries(batch) if watching else {}
+            stats = engine.apply(batch)
+            generation = engine.generation
+            touched = [*stats.changed, *stats.removed]
+            after = self._entries(touched) if watching and touched else {}
+            new_hashes = {p: engine.files[p].text_hash for p in stats.changed if p in engine.files}
+        if watching and touched:
+            before = {i: e for i, e in before.items() if e.path in set(touched)}
+            self._publish(generation, before, after)
+        if external and self.journal is not None and touched:
+            self._journal(hashes, new_hashes, stats)
+        return stats
+
+    def _entries(self, paths: Iterable[str]) -> dict[str, Entry]:
+        files, entries = self.engine.files, self.engine.entries
+        return {i: entries[i] for p in paths if p in files for i in files[p].ids}
+
+    def _journal(self, old: dict[str, str], new: dict[str, str], stats: ApplyStats) -> None:
+        assert self.journal is not None
+        created = [p for p in stats.changed if p not in old]
+        moved_from = {old[p]: p for p in stats.removed if p in old}
+        for p in created:
+            src = moved_from.pop(new.get(p, ""), None)
+            if src is not None:
+                self.journal.external("move", p, **{"from": src})
+            elif not self._own(p, new):
+                self.journal.external("create", p)
+        for p in stats.changed:
+            if p in old and not self._own(p, new):
+                self.journal.external("edit", p)
+        for p in moved_from.values():
+            self.journal.external("delete", p)
+
+    def _own(self, rel: str, new: dict[str, str]) -> bool:
+        return self.is_own is not None and rel in new and self.is_own(rel, new[rel])
+
+    # ------------------------------------------------------------- subscriptions
+
+    def subscribe(
+        self, peer: Peer, paths: tuple[str, ...], kinds: tuple[str, ...], q: str | None
+    ) -> str:
+        terms = None
+        if q is not None:
+            terms = frozenset(self.engine.tokenizer(q))
+            if not terms:
+                raise BadRequest(f'"q" {q!r} has no searchable words')
+        sub = Subscription(f"s{next(self._ids)}", peer, paths, kinds, terms)
+        peer.idle_exempt = True  # silent by design: never closed for idleness
+        peer.on_close.append(lambda: self._remove(sub))
+        threading.Thread(target=self._send_loop, args=(sub,), name="notify", daemon=True).start()
+        with self._lock:
+            self._subs[sub.id] = sub
+        return sub.id
+
+    def unsubscribe(self, peer: Peer, sub_id: str) -> bool:
+        with self._lock:
+            sub = self._subs.get(sub_id)
+            if sub is None or sub.peer is not peer:
+                return False
+        self._remove(sub)
+        return True
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._subs)
+
+    def _remove(self, sub: Subscription) -> None:
+        with self._lock:
+            self._subs.pop(sub.id, None)
+        with contextlib.suppress(queue.Full):
+            sub.out.put_nowait(None)  # ends its sender
+
+    def _publish(self, generation: int, before: dict[str, Entry], after: dict[str, Entry]) -> None:
+        added = [e for i, e in after.items() if i not in before]
+        updated = [e for i, e in after.items() if i in before and before[i].hash != e.hash]
+        removed = [e for i, e in before.items() if i not in after]
+        if not (added or updated or removed):
+            return
+        with self._lock:
+            subs = list(self._subs.values())
+        for sub in subs:
+            message = self._message(sub, generation, added, updated, removed)
+            if message is None:
+                continue
+            try:
+                sub.out.put_nowait(message)
+            except queue.Full:
+                self._drop(sub)
+
+    def _message(
+        self,
+        sub: Subscription,
+        generation: int,
+        added: list[Entry],
+        updated: list[Entry],
+        removed: list[Entry],
+    ) -> bytes | None:
+        a = [e for e in added if sub.wants(e) and self._matches(sub, e)]
+        u = [e for e in updated if sub.wants(e) and self._matches(sub, e)]
+        r = [e for e in removed if sub.wants(e)]
+        if sub.terms is not None and not (a or u):
+            return None  # with q: only when an added or changed entry matches
+        if not (a or u or r):
+            return None
+        params = {
+            "subscription": sub.id,
+            "generation": generation,
+            "added": [e.id for e in a],
+            "updated": [e.id for e in u],
+            "removed": [e.id for e in r],
+        }
+        msg = {"jsonrpc": "2.0", "method": "changed", "params": params}
+        return json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+    def _matches(self, sub: Subscription, entry: Entry) -> bool:
+        if sub.terms is None:
+            return True
+        text = indexed_text(entry, self.engine.config.heading_weight)
+        return not sub.terms.isdisjoint(self.engine.tokenizer(text))
+
+    def _drop(self, sub: Subscription) -> None:
+        if sub.dropped:
+            return
+        sub.dropped = True
+        self.dropped += 1
+        log.info("dropping subscriber %s: it does not read its notifications", sub.id)
+        with self._lock:
+            self._subs.pop(sub.id, None)
+        with contextlib.suppress(OSError):
+            sub.peer.sock.shutdown(socket.SHUT_RDWR)  # its connection thread cleans up
+
+    def _send_loop(self, sub: Subscription) -> None:
+        while True:
+            message = sub.out.get()
+            if message is None or sub.dropped:
+                return
+            try:
+                with sub.peer.send_lock:
+                    sub.peer.sock.sendall(message)
+            except OSError:
+                self._drop(sub)
+                return

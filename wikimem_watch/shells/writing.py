@@ -1,0 +1,182 @@
+"""CLI commands of the write path: ``write diary|wiki|delete``, ``journal [--follow]`` and
+``watch-changes`` (ADR-0013). Thin: each is one socket call (or, for ``write`` and ``journal``
+without a daemon, the same write implementation or journal reader in-process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+
+from ..daemon.protocol import encode_request
+from ..errors import BadRequest, DaemonUnavailable
+from .commands import _connect, config_from_args
+from .output import EXIT_OK, print_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+FOLLOW_POLL_S = 0.5
+
+
+def add_write_commands(sub: Any, add_vault: Callable[..., None]) -> None:
+    """Register ``write``, ``journal`` and ``watch-changes`` on ``cli``'s subparsers."""
+    w = sub.add_parser("write", help="write into the vault safely, through the daemon")
+    wsub = w.add_subparsers(dest="write_kind", required=True, metavar="KIND")
+    d = wsub.add_parser("diary", help="append a ## HH:MM entry to diary/YYYY-MM-DD.md")
+    add_vault(d)
+    d.add_argument("text", metavar="TEXT", help="the entry text, or - to read it from stdin")
+    d.add_argument("--date", help="YYYY-MM-DD (default: the local date of --ts, or today)")
+    d.add_argument("--time", help="HH:MM (default: the local time of --ts, or now)")
+    d.add_argument("--ts", help="ISO-8601 instant of the event (default: now)")
+    d.add_argument("--tz", help="IANA time zone for the date and time (default: local)")
+    _provenance(d)
+    d.set_defaults(handler=_diary_command)
+    u = wsub.add_parser("wiki", help="add or replace the ## NAME item of wiki/FILE.md")
+    add_vault(u)
+    u.add_argument("file", metavar="FILE", help="lowercase slug: the file is wiki/FILE.md")
+    u.add_argument("name", metavar="NAME", help="the item's name (any language; no [[ ]] : | #)")
+    u.add_argument("text", metavar="TEXT", help="the item's text, or - to read it from stdin")
+    u.add_argument("--ts", help="ISO-8601 time of the fact (default: now)")
+    _provenance(u)
+    u.set_defaults(handler=_wiki_command)
+    x = wsub.add_parser("delete", help="remove the ## NAME item from wiki/FILE.md")
+    add_vault(x)
+    x.add_argument("file", metavar="FILE")
+    x.add_argument("name", metavar="NAME")
+    x.add_argument("--in-process", action="store_true", help="do not use a running daemon")
+    x.set_defaults(handler=_delete_command)
+
+    j = sub.add_parser("journal", help="the vault's journal.jsonl, as JSON lines")
+    add_vault(j)
+    j.add_argument("--limit", type=int, default=20, help="last N lines (default 20)")
+    j.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
+    j.set_defaults(handler=_journal_command)
+
+    c = sub.add_parser("watch-changes", help="print index changes as JSON lines (subscribe)")
+    add_vault(c)
+    c.add_argument("--q", help="only changes whose entries match these words")
+    c.add_argument("--paths", help="comma-separated path prefixes or globs")
+    c.add_argument("--kinds", help="comma-separated: diary, wiki")
+    c.set_defaults(handler=_watch_command)
+
+
+def _provenance(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--owner", help="who is writing, e.g. agent:companion")
+    p.add_argument("--source", help="where it came from, e.g. a conversation id")
+    p.add_argument("--in-process", action="store_true", help="do not use a running daemon")
+
+
+def _text(args: argparse.Namespace) -> str:
+    return sys.stdin.read() if args.text == "-" else str(args.text)
+
+
+def _write(args: argparse.Namespace, method: str, params: dict[str, object]) -> int:
+    """Through the daemon when one runs; else the same write in-process (not indexed)."""
+    params = {k: v for k, v in params.items() if v is not None}
+    try:
+        if args.in_process:
+            raise DaemonUnavailable("--in-process")
+        with _connect(args) as client:
+            result = client.call(method, params)
+    except DaemonUnavailable:
+        if args.vault is None:
+            raise
+        from ..daemon.vault_writer import VaultWriter
+
+        if not args.in_process:
+            print(f"wikimem-watch: no daemon for {args.vault}; writing in-process", file=sys.stderr)
+        writer = VaultWriter(config_from_args(args).vault)
+        if method == "append_diary":
+            text = params.pop("text")
+            result = writer.append_diary(text, **params)  # type: ignore[arg-type]
+        elif method == "upsert_wiki":
+            file, name, text = params.pop("file"), params.pop("name"), params.pop("text")
+            result = writer.upsert_wiki(file, name, text, **params)  # type: ignore[arg-type]
+        else:
+            result = writer.delete_wiki(params["file"], params["name"])
+    print_json(result)
+    return EXIT_OK
+
+
+def _diary_command(args: argparse.Namespace) -> int:
+    params = {"text": _text(args), "date": args.date, "time": args.time, "ts": args.ts}
+    params.update(tz=args.tz, owner=args.owner, source=args.source)
+    return _write(args, "append_diary", params)
+
+
+def _wiki_command(args: argparse.Namespace) -> int:
+    params = {"file": args.file, "name": args.name, "text": _text(args), "ts": args.ts}
+    params.update(owner=args.owner, source=args.source)
+    return _write(args, "upsert_wiki", params)
+
+
+def _delete_command(args: argparse.Namespace) -> int:
+    return _write(args, "delete_wiki", {"file": args.file, "name": args.name})
+
+
+def _journal_command(args: argparse.Namespace) -> int:
+    """The last ``--limit`` lines; with ``--follow``, then every new line (tail -f)."""
+    if not 1 <= args.limit <= 10_000:
+        raise BadRequest(f"--limit must be in [1, 10000], got {args.limit}")
+    read = _journal_reader(args)
+    page = read(None, args.limit)
+    while True:
+        for entry in page["entries"]:
+            print(json.dumps(entry, ensure_ascii=False), flush=True)
+        if not args.follow:
+            return EXIT_OK
+        time.sleep(FOLLOW_POLL_S) if not page["entries"] else None
+        page = read(page["cursor"], 1000)
+
+
+def _journal_reader(args: argparse.Namespace) -> Callable[[int | None, int], dict[str, Any]]:
+    try:
+        client = _connect(args)
+    except DaemonUnavailable:
+        if args.vault is None:
+            raise
+        from ..daemon.journal import read_journal
+
+        root = config_from_args(args).vault
+        return lambda since, limit: read_journal(root, since, limit)
+
+    def remote(since: int | None, limit: int) -> dict[str, Any]:
+        params: dict[str, object] = {"limit": limit}
+        if since is not None:
+            params["since"] = since
+        result = client.call("journal", params)
+        assert isinstance(result, dict)
+        return result
+
+    return remote
+
+
+def _watch_command(args: argparse.Namespace) -> int:
+    """Subscribe and print each ``changed`` notification's params as a JSON line."""
+    params: dict[str, object] = {}
+    if args.q:
+        params["q"] = args.q
+    if args.paths:
+        params["paths"] = [p.strip() for p in args.paths.split(",") if p.strip()]
+    if args.kinds:
+        params["kinds"] = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    client = _connect(args)
+    sock = client._sock
+    sock.settimeout(None)
+    sock.sendall(encode_request("subscribe", params, 1))
+    reader = sock.makefile("rb")
+    reply = json.loads(reader.readline() or b"null")
+    if not isinstance(reply, dict) or "result" not in reply:
+        message = reply.get("error", {}).get("message") if isinstance(reply, dict) else None
+        raise DaemonUnavailable(f"subscribe failed: {message or reply!r}")
+    print(json.dumps(reply["result"]), file=sys.stderr, flush=True)
+    for line in reader:
+        message = json.loads(line)
+        if isinstance(message, dict) and message.get("method") == "changed":
+            print(json.dumps(message["params"], ensure_ascii=False), flush=True)
+    return EXIT_OK
