@@ -179,6 +179,9 @@ class VaultWriter:
             reply, base, written = op.run()
             op.journal("reapplied: another save had overwritten it" if redone else None)
             state.own.add(text_hash(written))
+            # A write of ours that changed an earlier write's item ends its watch: that
+            # item's state is ours again, not a save that overwrote it.
+            state.recent = [r for r in state.recent if r.op.state(written) == r.after]
             before, after = op.state(base), op.state(written)
             if before != after:
                 until = time.monotonic() + REAPPLY_WINDOW_S
@@ -209,7 +212,18 @@ class VaultWriter:
         made: list[edit.Edit] = []
         based: list[str] = []
 
+        block = edit.diary_block(hhmm, body, meta)
+        first: list[int] = []
+
         def apply(current: str) -> str:
+            # A retry may be based on a file that already holds our entry (another writer
+            # built on our first attempt): then it stays as it is, never twice.
+            have = edit.count_block(current, block)
+            if first and have > first[0]:
+                at = edit.split_lines(current[: current.rindex("## " + hhmm)])
+                made[:] = [edit.Edit(current, len(at) + 1)]
+                return current
+            first[:] = first or [have]
             based[:] = [current]
             made[:] = [edit.insert_diary_entry(current, hhmm, body, meta)]
             return made[0].text
@@ -278,11 +292,9 @@ class VaultWriter:
             based: list[str] = []
 
             def apply(current: str) -> str:
-                based[:] = [current]
+                based[:] = based or [current]
                 out = edit.delete_item(current, item)
-                if out is None:
-                    raise NotFound(f"item {item!r} in {rel!r} was removed by someone else")
-                return out
+                return current if out is None else out  # already gone (a retry): done
 
             text = writes.replace(path, rel, snap, apply, self._retire(rel))
         finally:

@@ -23,10 +23,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import logging
 import os
+import random
 import secrets
 import stat
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +37,11 @@ from pathlib import Path
 from ..core.vault import MAX_NOTE_BYTES
 from ..errors import BadRequest, WatchError
 
-MAX_ATTEMPTS = 8
+MAX_ATTEMPTS = 16
 RETIRE_S = 2.0
+BACKOFF_S = 0.004  # × attempt: the most a conflicting replace waits before trying again
+log = logging.getLogger(__name__)
+
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _APPEND = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _AT_FDCWD = -100
@@ -192,25 +198,48 @@ def replace(
     assert snap.raw is not None and snap.st is not None
     base, expect = snap.raw, snap.raw
     mode = stat.S_IMODE(snap.st.st_mode)
-    for _ in range(MAX_ATTEMPTS):
+    for attempt in range(MAX_ATTEMPTS):
         new_text = edit(base.decode("utf-8"))
+        if attempt and new_text.encode("utf-8") != base:
+            # Another writer is busy with this file and its bytes lack our edit: let its
+            # burst pass. (When they already hold it — it built on our file — go at once.)
+            time.sleep(random.uniform(0, BACKOFF_S * attempt))
         new = new_text.encode("utf-8")
         if _EXCHANGE is not None:
             try:
-                displaced = _exchange_in(path, new, mode)
+                swapped = _swap_in(path, new, mode)
             except OSError as exc:
                 if exc.errno not in _UNSUPPORTED:
                     raise
                 _disable_exchange()  # this file system cannot: compare, then os.replace
                 continue
-            if displaced is None:
+            if swapped is None:
                 raise WriteConflict(f"{rel!r} was deleted while being written; not recreating")
-            fd, old = displaced
+            tmp, fd, old = swapped
             if old == expect:
-                retire(Retired(fd, old, 0.0))
+                os.unlink(tmp)
+                _fsync_dir(path.parent)
+                retire(Retired(fd, old, 0.0))  # bytes appended to it from now on move over
                 return new_text
+            # Someone else's bytes: swap them straight back, so that nobody builds on our
+            # file (which lacks them), then edit them on the next attempt.
             os.close(fd)
-            base, expect = old, new  # theirs, with our edit again; we displace our own next
+            _exchange(tmp, path)
+            back = _read_now(tmp)
+            os.unlink(tmp)
+            base = expect = old
+            if back is not None and back != new:
+                # A save landed in the microseconds our attempt was in place, built on it.
+                # What it added at the end is kept; any other change of it cannot be merged.
+                if back.startswith(new):
+                    sep = b"" if old.endswith((b"\n", b"\r")) else b"\n"
+                    base = old + sep + back[len(new) :]
+                else:
+                    log.warning(
+                        "%s: a save built on our attempt in the microseconds it was in place "
+                        "changed it other than at the end; that save is superseded",
+                        rel,
+                    )
             continue
         current = _read_now(path)
         if current != expect:
@@ -231,27 +260,25 @@ def replace(
     )
 
 
-def _exchange_in(path: Path, data: bytes, mode: int) -> tuple[int, bytes] | None:
-    """Swap a new file holding ``data`` with ``path``; returns the displaced file (open) and
-    its bytes, or None when ``path`` is gone."""
+def _swap_in(path: Path, data: bytes, mode: int) -> tuple[Path, int, bytes] | None:
+    """Swap a new file holding ``data`` with ``path``; returns the temp name (now naming the
+    displaced file), the displaced file open, and its bytes; None when ``path`` is gone."""
     tmp = _temp(path, data, mode)
     try:
-        try:
-            _exchange(tmp, path)
-        except FileNotFoundError:
+        _exchange(tmp, path)
+    except BaseException as exc:
+        os.unlink(tmp)
+        if isinstance(exc, FileNotFoundError):
             return None
-        _fsync_dir(path.parent)
-        fd = os.open(tmp, _READ)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise BadRequest(f"{path.name!r} was swapped for a non-regular file; stopping")
-            return fd, _read_fd(fd)
-        except BaseException:
-            os.close(fd)
-            raise
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        raise
+    fd = os.open(tmp, _READ)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadRequest(f"{path.name!r} was swapped for a non-regular file; stopping")
+        return tmp, fd, _read_fd(fd)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _read_now(path: Path) -> bytes | None:

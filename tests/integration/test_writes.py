@@ -1,0 +1,206 @@
+"""Writes through a real daemon, raced by real processes (ADR-0013)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from daemon_harness import ROOT, DaemonProc, Rpc, child_env, eventually, wikimem
+
+RACERS = ROOT / "bench" / "race_writers.py"
+DAY = "2026-07-21"
+
+
+def _racer(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, str(RACERS), *args], env=child_env(), cwd=ROOT)
+
+
+def run_race(daemon: DaemonProc, vault: Path, agents: int = 4, each: int = 50) -> Counter[str]:
+    """Four agents × 50 ``append_diary`` and one hand writer on one day file; returns how
+    often each written text occurs in the file once everything is quiet."""
+    day_file = vault / "diary" / f"{DAY}.md"
+    day_file.write_text(f"# {DAY}\n\n## 12:00\nnoon by hand\n", encoding="utf-8")
+    daemon.result("reindex")
+    procs = [
+        _racer("agent", str(daemon.sock), DAY, str(each), f"w{n}", str(n)) for n in range(agents)
+    ]
+    procs.append(_racer("hand", str(day_file), "30", "hand", "99"))
+    for proc in procs:
+        assert proc.wait(60) == 0
+    expected = {f"w{n}-{i}" for n in range(agents) for i in range(each)} | {
+        f"hand-{i}" for i in range(30)
+    }
+
+    def counts() -> Counter[str]:
+        text = day_file.read_text(encoding="utf-8")
+        return Counter(re.findall(r"\b((?:w\d|hand)-\d+) (?:wrote|typed) this", text))
+
+    eventually(lambda: set(counts()) >= expected, "every entry is in the day file")
+    eventually(lambda: daemon.result("status")["pending"] == 0, "the daemon is quiet")
+    return counts()
+
+
+def test_four_agents_and_a_hand_writer_lose_and_duplicate_nothing(
+    vault: Path, daemon: DaemonProc
+) -> None:
+    found = run_race(daemon, vault)
+    assert len(found) == 4 * 50 + 30
+    assert set(found.values()) == {1}, [k for k, v in found.items() if v != 1]
+    check = wikimem("check", "--socket", str(daemon.sock), "--vault", str(vault))
+    assert check.returncode == 0, check.stdout + check.stderr
+    day = daemon.result("day", {"date": DAY})["entries"]
+    times = [e["time"] for e in day if e["owner"] and e["owner"].startswith("w")]
+    assert len(times) == 200
+
+
+def test_a_write_is_searchable_when_the_call_returns(daemon: DaemonProc) -> None:
+    rpc = daemon.rpc()
+    try:
+        reply = rpc.result("append_diary", {"text": "zanzibar ferry", "date": DAY, "time": "07:30"})
+        hits = rpc.result("query", {"q": "zanzibar"})["hits"]
+        assert [h["id"] for h in hits] == [reply["id"]] == [f"diary/{DAY}.md#07:30"]
+        assert rpc.result("status")["generation"] >= reply["generation"]
+    finally:
+        rpc.close()
+
+
+def test_upsert_while_another_process_rewrites_the_file_keeps_both(
+    vault: Path, daemon: DaemonProc
+) -> None:
+    note = vault / "wiki" / "mixed.md"
+    note.write_text("# mixed\n\n## counter\n0\n", encoding="utf-8")
+    script = (
+        "import os, sys, re, time\n"
+        "from pathlib import Path\n"
+        "p = Path(sys.argv[1])\n"
+        "for i in range(1, 151):\n"
+        "    while True:\n"
+        "        old = p.read_text()\n"
+        "        new = re.sub(r'## counter\\n\\d+', f'## counter\\n{i}', old)\n"
+        "        tmp = p.with_name('.mixed.tmp')\n"
+        "        tmp.write_text(new)\n"
+        "        if p.read_text() == old:\n"
+        "            os.rename(tmp, p)\n"
+        "            break\n"
+        "    time.sleep(0.005)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, str(note)], env=child_env())
+    rpc = daemon.rpc()
+    try:
+        for i in range(40):
+            rpc.result("upsert_wiki", {"file": "mixed", "name": f"item {i % 8}", "text": f"v{i}"})
+    finally:
+        rpc.close()
+    assert proc.wait(60) == 0
+
+    def settled() -> bool:
+        text = note.read_text(encoding="utf-8")
+        ours = all(f"## item {n}\n\nv{32 + n}\n" in text for n in range(8))
+        return ours and "## counter\n150\n" in text
+
+    eventually(settled, "the rewriter's last counter and our last upserts are both there")
+
+
+def test_a_subscriber_hears_of_a_hand_edit_and_of_an_append(
+    vault: Path, daemon: DaemonProc
+) -> None:
+    sub = Rpc(daemon.sock)
+    try:
+        sub_id = sub.result("subscribe", {})["subscription"]
+        (vault / "wiki" / "places.md").write_text("## harbour\nboats\n", encoding="utf-8")
+        first = json.loads(sub.reader.readline())
+        assert first["method"] == "changed"
+        assert first["params"]["subscription"] == sub_id
+        assert first["params"]["added"] == ["wiki/places.md#harbour"]
+        reply = daemon.result("append_diary", {"text": "kites", "date": DAY, "time": "10:00"})
+        second = json.loads(sub.reader.readline())
+        assert second["params"]["added"] == [reply["id"]]
+        assert second["params"]["generation"] == reply["generation"]
+    finally:
+        sub.close()
+
+
+def test_a_subscription_with_q_hears_only_matching_changes(daemon: DaemonProc) -> None:
+    sub = Rpc(daemon.sock)
+    try:
+        sub.result("subscribe", {"q": "lighthouse"})
+        daemon.result("append_diary", {"text": "groceries", "date": DAY, "time": "09:00"})
+        reply = daemon.result("append_diary", {"text": "the lighthouse", "date": DAY})
+        message = json.loads(sub.reader.readline())
+        assert message["params"]["added"] == [reply["id"]]
+    finally:
+        sub.close()
+
+
+def test_journal_has_both_tools_line_shapes_and_is_never_indexed(
+    vault: Path, daemon: DaemonProc
+) -> None:
+    daemon.result("append_diary", {"text": "x", "date": DAY, "time": "08:00", "owner": "a"})
+    daemon.result("upsert_wiki", {"file": "people", "name": "Bo", "text": "y", "source": "c1"})
+    daemon.result("delete_wiki", {"file": "people", "name": "Bo"})
+    (vault / "wiki" / "hand.md").write_text("## made by hand\n", encoding="utf-8")
+    eventually(
+        lambda: any(e.get("by") == "external" for e in daemon.result("journal")["entries"]),
+        "the hand edit is journaled",
+    )
+    lines = daemon.result("journal", {"limit": 10})["entries"]
+    shapes = [{k for k in e if k != "ts"} for e in lines]
+    assert shapes == [
+        {"action", "date", "time", "owner"},
+        {"action", "file", "item", "source_conv"},
+        {"action", "file", "item"},
+        {"action", "path", "by"},
+    ]
+    assert [e["action"] for e in lines] == ["diary", "add", "remove", "create"]
+    assert lines[3]["path"] == "wiki/hand.md"
+    paths = {f["path"] for f in daemon.result("status")["skipped"]}
+    assert "journal.jsonl" not in paths
+    assert "journal.jsonl" not in daemon.result("file_digests")["files"]
+
+
+def test_bad_writes_are_refused_and_write_nothing(vault: Path, daemon: DaemonProc) -> None:
+    before = sorted(str(p) for p in vault.rglob("*"))
+    rpc = daemon.rpc()
+    try:
+        for method, params in [
+            ("append_diary", {"text": "  "}),
+            ("append_diary", {"text": "x", "date": "2026-13-01"}),
+            ("append_diary", {"text": "x", "time": "7pm"}),
+            ("upsert_wiki", {"file": "../etc", "name": "a", "text": "b"}),
+            ("upsert_wiki", {"file": "Bad Name", "name": "a", "text": "b"}),
+            ("upsert_wiki", {"file": "ok", "name": "a:b", "text": "b"}),
+            ("delete_wiki", {"file": "nosuch", "name": "a"}),
+        ]:
+            reply = rpc.call(method, params)
+            assert "error" in reply, (method, params, reply)
+            assert reply["error"]["code"] in (-32602, -32004)
+    finally:
+        rpc.close()
+    assert sorted(str(p) for p in vault.rglob("*")) == before
+
+
+def test_a_symlinked_directory_or_planted_fifo_never_takes_a_write_outside(
+    vault: Path, tmp_path: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(vault / "wiki")
+    (vault / "wiki").symlink_to(outside)
+    os.mkfifo(vault / "journal.jsonl")
+    daemon = start_daemon(vault)
+    rpc = daemon.rpc()
+    try:
+        reply = rpc.call("upsert_wiki", {"file": "x", "name": "a", "text": "b"})
+    finally:
+        rpc.close()
+    assert "error" in reply and "symlink" in reply["error"]["message"]
+    assert list(outside.iterdir()) == []
+    ok = daemon.result("append_diary", {"text": "still writes", "date": DAY})
+    assert ok["path"] == f"diary/{DAY}.md"  # the FIFO journal neither blocked nor broke it
