@@ -28,7 +28,12 @@ DAY = "2026-07-21"
 def rpc(sock: Path, method: str, params: dict[str, object] | None = None) -> object:
     with socket.socket(socket.AF_UNIX) as s:
         s.connect(str(sock))
-        s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}).encode() + b"\n")
+        s.sendall(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+            ).encode()
+            + b"\n"
+        )
         return json.loads(s.makefile("rb").readline())["result"]
 
 
@@ -51,10 +56,25 @@ def one_run(agents: int, each: int, by_hand: int) -> dict[str, object]:
                     time.sleep(0.02)
             started = time.perf_counter()
             procs = [
-                subprocess.Popen([sys.executable, str(RACERS), "agent", str(sock), DAY, str(each), f"w{n}", str(n)])
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(RACERS),
+                        "agent",
+                        str(sock),
+                        DAY,
+                        str(each),
+                        f"w{n}",
+                        str(n),
+                    ]
+                )
                 for n in range(agents)
             ]
-            procs.append(subprocess.Popen([sys.executable, str(RACERS), "hand", str(day_file), str(by_hand), "hand", "7"]))
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, str(RACERS), "hand", str(day_file), str(by_hand), "hand", "7"]
+                )
+            )
             codes = [p.wait() for p in procs]
             elapsed = time.perf_counter() - started
             time.sleep(6.0)  # past the re-apply window: whatever is there now stays
@@ -63,8 +83,18 @@ def one_run(agents: int, each: int, by_hand: int) -> dict[str, object]:
             expected = {f"w{n}-{i}" for n in range(agents) for i in range(each)}
             expected |= {f"hand-{i}" for i in range(by_hand)}
             check = subprocess.run(
-                [sys.executable, "-m", "wikimem_watch", "check", "--socket", str(sock), "--vault", str(vault)],
-                capture_output=True, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "wikimem_watch",
+                    "check",
+                    "--socket",
+                    str(sock),
+                    "--vault",
+                    str(vault),
+                ],
+                capture_output=True,
+                text=True,
             )
             log.seek(0)
             daemon_log = log.read()
@@ -76,7 +106,9 @@ def one_run(agents: int, each: int, by_hand: int) -> dict[str, object]:
                 "rescued": daemon_log.count("were moved over"),
                 "check_ok": check.returncode == 0,
                 "writes_s": round(elapsed, 2),
-                "log": [ln for ln in daemon_log.splitlines() if "WARNING" in ln or "ERROR" in ln][:5],
+                "log": [ln for ln in daemon_log.splitlines() if "WARNING" in ln or "ERROR" in ln][
+                    :5
+                ],
             }
         finally:
             daemon.terminate()
@@ -94,7 +126,12 @@ def main() -> None:
     bad = 0
     for n in range(args.runs):
         result = one_run(args.agents, args.each, args.by_hand)
-        ok = result["exit_codes_ok"] and not result["lost"] and not result["duplicated"] and result["check_ok"]
+        ok = (
+            result["exit_codes_ok"]
+            and not result["lost"]
+            and not result["duplicated"]
+            and result["check_ok"]
+        )
         bad += not ok
         print(json.dumps({"run": n + 1, "ok": ok, **result}), flush=True)
     print(f"{args.runs - bad}/{args.runs} runs: nothing lost or duplicated, check passed")

@@ -27,7 +27,7 @@ def run_race(daemon: DaemonProc, vault: Path, agents: int = 4, each: int = 50) -
     often each written text occurs in the file once everything is quiet."""
     day_file = vault / "diary" / f"{DAY}.md"
     day_file.write_text(f"# {DAY}\n\n## 12:00\nnoon by hand\n", encoding="utf-8")
-    daemon.result("reindex")
+    eventually(lambda: bool(daemon.result("day", {"date": DAY})["entries"]), "the day is indexed")
     procs = [
         _racer("agent", str(daemon.sock), DAY, str(each), f"w{n}", str(n)) for n in range(agents)
     ]

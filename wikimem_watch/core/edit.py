@@ -240,9 +240,14 @@ def delete_item(old: str, name: str) -> str | None:
     return "".join(lines[: span[0]]) + "".join(lines[span[1] :])
 
 
+def normalize(text: str) -> str:
+    """``text`` with ``\\n`` line breaks only."""
+    return _BREAK.sub("\n", text) if "\r" in text else text
+
+
 def count_block(text: str, block: str) -> int:
     """How many times ``block`` (``\\n`` line breaks) occurs in ``text`` (any line breaks)."""
-    return _BREAK.sub("\n", text).count(block)
+    return normalize(text).count(block)
 
 
 def diary_block(time: str, body: str, meta: str) -> str:

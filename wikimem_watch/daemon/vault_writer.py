@@ -181,8 +181,13 @@ class VaultWriter:
             state.own.add(text_hash(written))
             # A write of ours that changed an earlier write's item ends its watch: that
             # item's state is ours again, not a save that overwrote it.
-            state.recent = [r for r in state.recent if r.op.state(written) == r.after]
-            before, after = op.state(base), op.state(written)
+            norm = edit.normalize(written)
+            was = None if base is None else edit.normalize(base)
+            # A write of ours that changed an earlier write's item ends that watch (the item
+            # is ours again); one that left it alone keeps it, even when a save had already
+            # reverted it (then the sweeper re-applies it).
+            state.recent = [r for r in state.recent if r.op.state(was) == r.op.state(norm)]
+            before, after = op.state(was), op.state(norm)
             if before != after:
                 until = time.monotonic() + REAPPLY_WINDOW_S
                 state.recent.append(_Recent(op, before, after, until, redone))
@@ -340,6 +345,7 @@ class VaultWriter:
                 state.recent = [r for r in state.recent if r.until > now]
                 if state.recent and self._changed(rel, state):
                     current = _read_text(self.root / rel)
+                    current = None if current is None else edit.normalize(current)
                     for r in state.recent:
                         found = r.op.state(current)
                         if found == r.before and r.redone < MAX_REAPPLY:
