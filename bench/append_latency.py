@@ -3,7 +3,7 @@
     python bench/append_latency.py --entries 10000 100000 --calls 200
 
 The reply of ``append_diary`` comes after the daemon applied the written file to its index
-(ADR-0013), so the time of one call *is* call → searchable; each call is also checked with a
+(ADR-0016), so the time of one call *is* call → searchable; each call is also checked with a
 ``query`` for its unique word (not timed). Writes go to the newest day of the vault, at the
 end (O_APPEND) and, every fourth call, at 00:00 (a compare-and-swap replace).
 """

@@ -1,4 +1,4 @@
-"""Writes through a real daemon, raced by real processes (ADR-0013)."""
+"""Writes through a real daemon, raced by real processes (ADR-0016)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Byte preservation of the write path's edits over arbitrary notes (ADR-0013)."""
+"""Byte preservation of the write path's edits over arbitrary notes (ADR-0016)."""
 
 from __future__ import annotations
 

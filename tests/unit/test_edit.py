@@ -1,4 +1,4 @@
-"""The write path's pure edits and name rules (core/edit.py, ADR-0013)."""
+"""The write path's pure edits and name rules (core/edit.py, ADR-0016)."""
 
 from __future__ import annotations
 

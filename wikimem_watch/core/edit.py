@@ -1,6 +1,6 @@
 """Byte-preserving edits of a note's text: pure functions, text in → text out, no I/O.
 
-The daemon writes three things into a user's files (ADR-0013): a diary entry (``## HH:MM``
+The daemon writes three things into a user's files (ADR-0016): a diary entry (``## HH:MM``
 section) into ``diary/YYYY-MM-DD.md``, and a wiki item (``## name`` section) inserted,
 replaced or removed in ``wiki/<file>.md``. Everything it does not own — front matter,
 preamble, other sections, comments, blank lines, trailing whitespace, CRLF line endings, a

@@ -1,6 +1,6 @@
 """``journal.jsonl`` at the vault root: one JSON object per line, the wikimem library's shapes.
 
-Writes through the daemon (ADR-0013)::
+Writes through the daemon (ADR-0016)::
 
     {"ts", "action": "add"|"update"|"remove", "file", "item", "owner"?, "source_conv"?}
     {"ts", "action": "diary", "date", "time", "owner"?, "source_conv"?}

@@ -100,7 +100,7 @@ class Daemon:
         if vectors is None and self.cache_problem is None:
             vectors = open_vectors(config)
         self.engine.vectors = vectors
-        # Writes (ADR-0013): applied through the feed, which also tells subscribers and
+        # Writes (ADR-0016): applied through the feed, which also tells subscribers and
         # journals external changes; searchable when the write call returns.
         self.journal = Journal(config.vault)
         self.writer = VaultWriter(config.vault, journal=self.journal, on_written=self._applied)
@@ -332,7 +332,7 @@ class Daemon:
 
     def _apply(self, paths: Iterable[str], *, external: bool = False) -> ApplyStats:
         """Apply in chunks so readers get the lock between them; merge the stats.
-        ``external``: changes the watcher found, journaled (ADR-0013)."""
+        ``external``: changes the watcher found, journaled (ADR-0016)."""
         total = ApplyStats()
         batch = list(dict.fromkeys(paths))
         for i in range(0, len(batch), CHUNK_FILES):

@@ -1,4 +1,4 @@
-"""The write path: ``append_diary``, ``upsert_wiki`` and ``delete_wiki`` (ADR-0013).
+"""The write path: ``append_diary``, ``upsert_wiki`` and ``delete_wiki`` (ADR-0016).
 
 One implementation behind the socket, the CLI and the Python API. Each call validates its
 input (nothing is written on bad input), takes the lock of its one file (writes to one

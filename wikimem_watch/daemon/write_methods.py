@@ -1,5 +1,5 @@
 """The socket's write methods: ``append_diary``, ``upsert_wiki``, ``delete_wiki``,
-``journal``, ``subscribe`` and ``unsubscribe`` (docs/protocol.md, ADR-0013).
+``journal``, ``subscribe`` and ``unsubscribe`` (docs/protocol.md, ADR-0016).
 
 Thin, like the read methods: validate the params' shapes and call the daemon's
 :class:`VaultWriter` (the one write implementation), the journal reader or the change feed.

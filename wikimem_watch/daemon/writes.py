@@ -1,5 +1,5 @@
 """File I/O of the write path: vault-confined targets, snapshots, ``O_APPEND`` and the atomic
-compare-and-swap replace (ADR-0013). No parsing and no index here.
+compare-and-swap replace (ADR-0016). No parsing and no index here.
 
 A person's editor takes no lock, so every step assumes someone may write the same file at
 any moment:

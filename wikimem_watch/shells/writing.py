@@ -1,5 +1,5 @@
 """CLI commands of the write path: ``write diary|wiki|delete``, ``journal [--follow]`` and
-``watch-changes`` (ADR-0013). Thin: each is one socket call (or, for ``write`` and ``journal``
+``watch-changes`` (ADR-0016). Thin: each is one socket call (or, for ``write`` and ``journal``
 without a daemon, the same write implementation or journal reader in-process).
 """
 
