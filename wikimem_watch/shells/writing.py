@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from ..daemon.protocol import encode_request
 from ..errors import BadRequest, DaemonUnavailable
-from .commands import _connect, config_from_args
+from .access import config_from_args, connect_args
 from .output import EXIT_OK, print_json
 
 TYPE_CHECKING = False
@@ -81,7 +81,7 @@ def _write(args: argparse.Namespace, method: str, params: dict[str, object]) -> 
     try:
         if args.in_process:
             raise DaemonUnavailable("--in-process")
-        with _connect(args) as client:
+        with connect_args(args) as client:
             result = client.call(method, params)
     except DaemonUnavailable:
         if args.vault is None:
@@ -136,7 +136,7 @@ def _journal_command(args: argparse.Namespace) -> int:
 
 def _journal_reader(args: argparse.Namespace) -> Callable[[int | None, int], dict[str, Any]]:
     try:
-        client = _connect(args)
+        client = connect_args(args)
     except DaemonUnavailable:
         if args.vault is None:
             raise
@@ -165,7 +165,7 @@ def _watch_command(args: argparse.Namespace) -> int:
         params["paths"] = [p.strip() for p in args.paths.split(",") if p.strip()]
     if args.kinds:
         params["kinds"] = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    client = _connect(args)
+    client = connect_args(args)
     sock = client._sock
     sock.settimeout(None)
     sock.sendall(encode_request("subscribe", params, 1))
