@@ -12,14 +12,26 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from daemon_harness import ROOT, DaemonProc, Rpc, child_env, eventually, wikimem
 
 RACERS = ROOT / "bench" / "race_writers.py"
 DAY = "2026-07-21"
 
 
+pytestmark = pytest.mark.timeout(60)  # real daemons and processes; slow on a busy machine
+
+
 def _racer(*args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, str(RACERS), *args], env=child_env(), cwd=ROOT)
+
+
+def _reap(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Kill and wait for any writer still running (a failed or timed-out test)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
 
 
 def run_race(daemon: DaemonProc, vault: Path, agents: int = 4, each: int = 50) -> Counter[str]:
@@ -32,8 +44,11 @@ def run_race(daemon: DaemonProc, vault: Path, agents: int = 4, each: int = 50) -
         _racer("agent", str(daemon.sock), DAY, str(each), f"w{n}", str(n)) for n in range(agents)
     ]
     procs.append(_racer("hand", str(day_file), "30", "hand", "99"))
-    for proc in procs:
-        assert proc.wait(60) == 0
+    try:
+        codes = [proc.wait(60) for proc in procs]
+    finally:
+        _reap(procs)
+    assert codes == [0] * len(procs)
     expected = {f"w{n}-{i}" for n in range(agents) for i in range(each)} | {
         f"hand-{i}" for i in range(30)
     }
@@ -96,9 +111,10 @@ def test_upsert_while_another_process_rewrites_the_file_keeps_both(
     try:
         for i in range(40):
             rpc.result("upsert_wiki", {"file": "mixed", "name": f"item {i % 8}", "text": f"v{i}"})
+        assert proc.wait(60) == 0
     finally:
         rpc.close()
-    assert proc.wait(60) == 0
+        _reap([proc])
 
     def settled() -> bool:
         text = note.read_text(encoding="utf-8")
