@@ -15,8 +15,9 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "vault_example"
 def _no_user_config(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Tests never read the real user's ~/.config/wikimem-watch/config.toml."""
+    """Tests never read the real user's config.toml, nor write snapshots to ~/.cache."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ there is a :class:`ConfigError` naming it.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import sys
@@ -96,6 +97,8 @@ class Config:
     http: str | None = None  # HOST:PORT of the HTTP endpoint (ADR-0013); None: socket only
     http_allow_remote: bool = False  # a non-loopback HTTP address is refused without it
     http_cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the endpoint
+    snapshot: bool = True  # ADR-0015: keep an index snapshot so a start re-reads nothing
+    snapshot_dir: Path | None = None  # default $XDG_CACHE_HOME/wikimem-watch (per machine)
     # Not settings: what the resolution ignored, and why (shown by ``status``), and whether
     # ``embed`` came from the host's last daemon (``load_config(remembered=...)``).
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -104,6 +107,26 @@ class Config:
     @property
     def cache_path(self) -> Path:
         return self.cache_dir if self.cache_dir is not None else self.vault / CACHE_DIRNAME
+
+    @property
+    def snapshot_path(self) -> Path | None:
+        """The index snapshot of this vault (ADR-0015), or ``None`` when switched off.
+
+        Per machine and outside the vault by default: file mtimes differ between machines,
+        and a synced vault must not hand the daemon a snapshot to trust.
+        """
+        if not self.snapshot:
+            return None
+        base = self.snapshot_dir if self.snapshot_dir is not None else user_cache_home()
+        key = hashlib.sha256(str(self.vault).encode()).hexdigest()[:16]
+        return base / key / "index.snapshot"
+
+
+def user_cache_home() -> Path:
+    """``$XDG_CACHE_HOME/wikimem-watch``, else ``~/.cache/wikimem-watch``."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "wikimem-watch"
 
 
 def cache_dir_problem(config: Config) -> str | None:
@@ -145,7 +168,7 @@ class Endpoint:
 
 
 _TUPLE_FIELDS = {"include", "exclude", "http_cors_origins"}
-_PATH_FIELDS = {"cache_dir", "socket"}
+_PATH_FIELDS = {"cache_dir", "socket", "snapshot_dir"}
 _NOT_SETTINGS = {"vault", "warnings", "embed_remembered"}
 # (low, high, low is exclusive) for every number: finite, and in a range that keeps the
 # daemon responsive (a vault must not set a debounce of a day).

@@ -50,6 +50,57 @@ class Bm25Index:
         self._dirty_terms: set[int] = set()
         self._total_len = 0
 
+    @classmethod
+    def from_postings(
+        cls,
+        keys: Sequence[str],
+        terms: Sequence[str],
+        counts: npt.NDArray[np.int32],
+        slots: npt.NDArray[np.int32],
+        tfs: npt.NDArray[np.int32],
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> Bm25Index:
+        """An index holding ``keys`` at slots 0..n-1 from term-major postings: term ``t``
+        has the next ``counts[t]`` (slot, tf) pairs, slots ascending (a snapshot, ADR-0015).
+
+        The statistics (df, lengths, totals) are recomputed here, never taken on trust; the
+        caller has checked shapes and ranges (``snapshot_check.check_postings``).
+        """
+        index = cls(k1, b)
+        n = len(keys)
+        index._term_id = {t: i for i, t in enumerate(terms)}
+        index._terms = list(terms)
+        index._slot_of = {k: i for i, k in enumerate(keys)}
+        if len(index._slot_of) != n or len(index._term_id) != len(terms):
+            raise ValueError("from_postings: a key or a term appears twice")
+        index._key_of = list(keys)
+        capacity = max(1024, n)
+        index._doc_len = np.zeros(capacity, dtype=np.float64)
+        index._doc_len[:n] = np.bincount(slots, weights=tfs, minlength=n)
+        index._alive = np.zeros(capacity, dtype=bool)
+        index._alive[:n] = True
+        index._total_len = int(index._doc_len.sum())
+        ends = np.cumsum(counts, dtype=np.int64).tolist()
+        starts = [0, *ends[:-1]]
+        slot_bytes = slots.astype("<i4").tobytes()
+        tf_bytes = tfs.astype("<i4").tobytes()
+        index._df = counts.tolist()
+        index._post_slot = [
+            array("i", slot_bytes[a * 4 : e * 4]) for a, e in zip(starts, ends, strict=True)
+        ]
+        index._post_tf = [
+            array("i", tf_bytes[a * 4 : e * 4]) for a, e in zip(starts, ends, strict=True)
+        ]
+        del slot_bytes, tf_bytes
+        # Each document's term ids, ascending: the postings regrouped by slot.
+        tids = np.repeat(np.arange(len(terms), dtype=np.int32), counts)
+        by_doc = tids[np.argsort(slots, kind="stable")].tobytes()
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(slots, minlength=n))]).tolist()
+        index._doc_terms = [array("i", by_doc[bounds[i] * 4 : bounds[i + 1] * 4]) for i in range(n)]
+        return index
+
     # ------------------------------------------------------------------ mutation
 
     def __len__(self) -> int:

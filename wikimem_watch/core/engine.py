@@ -12,13 +12,13 @@ file (8 MiB of adversarial Markdown) therefore delays only the applier, never a 
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -29,14 +29,19 @@ from ..errors import NotFound
 from ..vectors.service import VectorService
 from ..vectors.texts import embedding_texts
 from .bm25 import Bm25Index
+from .facts import entry_digest, entry_epoch_days, indexed_text, make_tokenizer
 from .models import Entry, Link
 from .parse import parse_note, text_hash
-from .tokenize import STOP_WORDS, Tokenizer
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
+
+__all__ = ["ApplyStats", "Engine", "FileRecord", "entry_epoch_days", "indexed_text"]
 
 log = logging.getLogger(__name__)
 
-_EPOCH = date(1970, 1, 1).toordinal()
+# A file whose mtime is this close to the moment it was read may change again within the
+# same mtime tick (coarse clocks, FAT's 2 s): its recorded stat proves nothing, so a
+# snapshot load hashes it ("racy git").
+RACY_NS = 2_000_000_000
 _BULK_ENTRIES = 4096
 
 
@@ -49,6 +54,9 @@ class FileRecord:
     ids: tuple[str, ...]
     warnings: tuple[str, ...] = ()
     target: str | None = None
+    # (mtime_ns, size, racy) of the file as read, taken before the read: a snapshot load
+    # trusts a file whose stat still matches and is not racy (ADR-0015). None: unknown.
+    stat: tuple[int, int, bool] | None = None
 
 
 @dataclass(slots=True)
@@ -73,23 +81,6 @@ class ApplyStats:
     skipped: list[str] = field(default_factory=list)
 
 
-def make_tokenizer(config: Config) -> Tokenizer:
-    segmenter = None
-    if config.jieba:
-        try:
-            import jieba  # optional [zh] extra
-
-            jieba.setLogLevel(logging.WARNING)
-            segmenter = jieba.lcut
-        except ImportError:
-            log.warning("jieba is not installed (pip install 'wikimem-watch[zh]'); using bigrams")
-    return Tokenizer(
-        stop_words=STOP_WORDS if config.stop_words else None,
-        stem=config.stem,
-        segmenter=segmenter,
-    )
-
-
 class Engine:
     """A live index over one vault. Thread-safe: appliers take ``apply_lock`` and, for the
     swap only, the ``lock`` that queries read under."""
@@ -110,6 +101,7 @@ class Engine:
         self.days: dict[str, list[str]] = {}
         self.names: dict[str, set[str]] = {}
         self.generation = 0
+        self.stat_refreshes = 0  # file stats renewed without a change (snapshot staleness)
         self.last_change_at: float | None = None
         self._digest = 0
         self._slot_entry: list[Entry | None] = []
@@ -132,6 +124,29 @@ class Engine:
         self.vectors: VectorService | None = None
 
     # ------------------------------------------------------------------ mutation
+
+    def restore(self, files: dict[str, FileRecord], entries: list[Entry], index: Bm25Index) -> None:
+        """Take over a whole index loaded from a snapshot (ADR-0015): ``index`` holds
+        ``entries`` at slots 0..n-1, in the order of ``files`` and their ids. Only an empty
+        engine may restore; the caller then applies the files that changed since."""
+        with self.apply_lock, self.lock:
+            if self.files or self.entries or self.skipped:
+                raise RuntimeError("restore() needs an empty engine")
+            self.index = index
+            self.files = files
+            embedded: list[str] = []
+            start = 0
+            for rel, record in files.items():
+                mine = entries[start : start + len(record.ids)]
+                start += len(record.ids)
+                if record.target is not None:
+                    self._links_to.setdefault(record.target, set()).add(rel)
+                self._add_names(rel, tuple(mine))
+                if self.tracks_vectors:
+                    embedded.extend(embedding_texts(mine))
+            self._record_entries(entries, range(len(entries)), embedded)
+            self.generation += 1
+            self.last_change_at = time.time()
 
     def scan(self) -> ApplyStats:
         """Bring the index in line with the files on disk (initial scan or full rescan)."""
@@ -198,6 +213,7 @@ class Engine:
         unchanged). Only appliers write ``files``/``skipped``, and they hold ``apply_lock``."""
         if not self.note_filter.accepts(rel):
             return _Prepared(rel, gone=True)
+        stat = self._stat(rel)
         try:
             note = read_note(self.root, rel, follow_external=self.config.follow_external_symlinks)
         except FileNotFoundError:
@@ -207,6 +223,9 @@ class Engine:
         digest = text_hash(note.text)
         old = self.files.get(rel)
         if old is not None and old.text_hash == digest and old.target == note.target:
+            if old.stat != stat:
+                old.stat = stat  # same text, newer stat: a later snapshot load trusts it
+                self.stat_refreshes += 1
             return None
         parsed = parse_note(rel, note.text)
         warnings = parsed.warnings + ((note.warning,) if note.warning else ())
@@ -215,13 +234,21 @@ class Engine:
         ids = tuple(e.id for e in parsed.entries)
         return _Prepared(
             rel,
-            record=FileRecord(digest, ids, warnings, note.target),
+            record=FileRecord(digest, ids, warnings, note.target, stat),
             entries=parsed.entries,
             tokens=[
                 self.tokenizer(indexed_text(e, self.config.heading_weight)) for e in parsed.entries
             ],
             embedded=embedding_texts(parsed.entries) if self.tracks_vectors else [],
         )
+
+    def _stat(self, rel: str) -> tuple[int, int, bool] | None:
+        """(mtime_ns, size, racy) of a note, through symlinks; None when it cannot be had."""
+        try:
+            st = os.stat(os.path.join(self.root, *rel.split("/")))
+        except (OSError, ValueError):
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_mtime_ns >= time.time_ns() - RACY_NS
 
     def _swap(self, batch: list[_Prepared], stats: ApplyStats) -> None:
         """Put prepared files into the index under the engine lock (the only part readers
@@ -273,7 +300,7 @@ class Engine:
             self.index.remove(entry_id)
             if slot is not None:
                 self._slot_entry[slot] = None
-            self._digest ^= _entry_digest(entry)
+            self._digest ^= entry_digest(entry)
             key = self._vector_key.pop(entry_id, None)
             if key is not None:
                 same = self._by_key[key]
@@ -306,6 +333,12 @@ class Engine:
         slots = self.index.upsert_many(
             [(e.id, toks) for e, toks in zip(entries, tokens, strict=True)]
         )
+        self._record_entries(entries, slots, embedded)
+
+    def _record_entries(
+        self, entries: Sequence[Entry], slots: Sequence[int], embedded: Sequence[str]
+    ) -> None:
+        """Record the facts of entries already in the index at ``slots``."""
         self._grow(self.index.capacity)
         touched_days: set[str] = set()
         for entry, slot in zip(entries, slots, strict=True):
@@ -314,7 +347,7 @@ class Engine:
             self._slot_day[slot] = date.fromisoformat(entry.date).toordinal() if entry.date else 0
             self._slot_epoch[slot] = entry_epoch_days(entry)
             self.entries[entry.id] = entry
-            self._digest ^= _entry_digest(entry)
+            self._digest ^= entry_digest(entry)
             if entry.date is not None:
                 self.days.setdefault(entry.date, []).append(entry.id)
                 touched_days.add(entry.date)
@@ -502,7 +535,7 @@ class Engine:
             for rel, record in self.files.items():
                 acc = 0
                 for i in record.ids:
-                    acc ^= _entry_digest(self.entries[i])
+                    acc ^= entry_digest(self.entries[i])
                 out[rel] = f"{acc:032x}"
             return out
 
@@ -514,41 +547,3 @@ class Engine:
     def warnings(self) -> dict[str, list[str]]:
         with self.lock:
             return {p: list(r.warnings) for p, r in self.files.items() if r.warnings}
-
-
-def indexed_text(entry: Entry, heading_weight: int) -> str:
-    """What BM25 indexes for an entry: its text and tags, and for an item whose heading is a
-    name (not a diary time) the heading ``heading_weight`` times and the note's title once.
-
-    Repeating a field is BM25F with integer field weights: a term in the heading counts as
-    that many occurrences, and the document length grows to match (ADR-0009).
-    """
-    parts = [entry.text, " ".join(entry.tags)]
-    if entry.kind == "wiki" or entry.time is None:
-        parts[:0] = [entry.heading] * heading_weight
-        if entry.title and entry.title != entry.heading:
-            parts.insert(0, entry.title)
-    return "\n".join(parts)
-
-
-def _entry_digest(entry: Entry) -> int:
-    raw = hashlib.blake2b(f"{entry.id}\0{entry.hash}".encode(), digest_size=16).digest()
-    return int.from_bytes(raw, "big")
-
-
-def entry_epoch_days(entry: Entry) -> float:
-    """An entry's time in days since 1970 (local wall time), NaN when it has none."""
-    if entry.ts:
-        try:
-            stamp = datetime.fromisoformat(entry.ts.replace("Z", "+00:00"))
-            # The wall-clock time the entry was written, in the writer's own zone.
-            return stamp.toordinal() - _EPOCH + (stamp.hour * 60 + stamp.minute) / 1440.0
-        except ValueError:
-            pass
-    if entry.date:
-        minutes = 720.0
-        if entry.time:
-            hh, mm = entry.time.split(":")
-            minutes = int(hh) * 60 + int(mm)
-        return date.fromisoformat(entry.date).toordinal() - _EPOCH + minutes / 1440.0
-    return float("nan")

@@ -1,0 +1,75 @@
+"""Facts derived from one entry, shared by the engine and the index snapshot: the text BM25
+indexes, the entry's time on the recency axis, its digest, and the configured tokenizer.
+
+Pure functions; the snapshot (ADR-0015) stores their results and the settings that feed
+them, so an engine restored from it equals one built by a fresh scan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from datetime import date, datetime
+
+from ..config import Config
+from .models import Entry
+from .tokenize import STOP_WORDS, Tokenizer
+
+log = logging.getLogger(__name__)
+
+_EPOCH = date(1970, 1, 1).toordinal()
+
+
+def make_tokenizer(config: Config) -> Tokenizer:
+    segmenter = None
+    if config.jieba:
+        try:
+            import jieba  # optional [zh] extra
+
+            jieba.setLogLevel(logging.WARNING)
+            segmenter = jieba.lcut
+        except ImportError:
+            log.warning("jieba is not installed (pip install 'wikimem-watch[zh]'); using bigrams")
+    return Tokenizer(
+        stop_words=STOP_WORDS if config.stop_words else None,
+        stem=config.stem,
+        segmenter=segmenter,
+    )
+
+
+def indexed_text(entry: Entry, heading_weight: int) -> str:
+    """What BM25 indexes for an entry: its text and tags, and for an item whose heading is a
+    name (not a diary time) the heading ``heading_weight`` times and the note's title once.
+
+    Repeating a field is BM25F with integer field weights: a term in the heading counts as
+    that many occurrences, and the document length grows to match (ADR-0009).
+    """
+    parts = [entry.text, " ".join(entry.tags)]
+    if entry.kind == "wiki" or entry.time is None:
+        parts[:0] = [entry.heading] * heading_weight
+        if entry.title and entry.title != entry.heading:
+            parts.insert(0, entry.title)
+    return "\n".join(parts)
+
+
+def entry_digest(entry: Entry) -> int:
+    raw = hashlib.blake2b(f"{entry.id}\0{entry.hash}".encode(), digest_size=16).digest()
+    return int.from_bytes(raw, "big")
+
+
+def entry_epoch_days(entry: Entry) -> float:
+    """An entry's time in days since 1970 (local wall time), NaN when it has none."""
+    if entry.ts:
+        try:
+            stamp = datetime.fromisoformat(entry.ts.replace("Z", "+00:00"))
+            # The wall-clock time the entry was written, in the writer's own zone.
+            return stamp.toordinal() - _EPOCH + (stamp.hour * 60 + stamp.minute) / 1440.0
+        except ValueError:
+            pass
+    if entry.date:
+        minutes = 720.0
+        if entry.time:
+            hh, mm = entry.time.split(":")
+            minutes = int(hh) * 60 + int(mm)
+        return date.fromisoformat(entry.date).toordinal() - _EPOCH + minutes / 1440.0
+    return float("nan")

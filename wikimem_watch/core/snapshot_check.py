@@ -1,0 +1,219 @@
+"""Checks for every field and array of an index snapshot (ADR-0015).
+
+A snapshot is a derived cache that may be torn, stale, from another version or planted:
+each check raises :class:`SnapshotInvalid` on the first thing out of shape, and the loader
+then falls back to a cold scan. The checks are structural (types, ranges, lengths,
+uniqueness, agreement between sections), and cheap enough to run on every start.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from datetime import date
+
+import numpy as np
+import numpy.typing as npt
+
+from .engine import FileRecord
+from .models import Entry, Link
+from .parse import diary_date
+
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+_TIME = re.compile(r"\d\d:\d\d")
+_STYLES = ("wikimem", "obsidian")
+I32 = npt.NDArray[np.int32]
+
+
+class SnapshotInvalid(ValueError):
+    """The snapshot is not to be trusted; the message says why."""
+
+
+def _fail(what: str) -> SnapshotInvalid:
+    return SnapshotInvalid(what)
+
+
+def check_header(
+    header: object, settings: dict[str, object], end: int
+) -> dict[str, tuple[int, int, int]]:
+    """The section table ``name → (offset, length, crc)``, each inside ``[0, end)``."""
+    if not isinstance(header, dict):
+        raise _fail("header is not an object")
+    if header.get("settings") != settings:
+        raise _fail("made by another version, vault or index settings")
+    counts = header.get("counts")
+    if not isinstance(counts, dict) or set(counts) != {"files", "entries"}:
+        raise _fail("header counts are malformed")
+    sections = header.get("sections")
+    if not isinstance(sections, list):
+        raise _fail("header has no section table")
+    out: dict[str, tuple[int, int, int]] = {}
+    for sec in sections:
+        if not isinstance(sec, dict):
+            raise _fail("a section entry is not an object")
+        name, offset, length, crc = (sec.get(k) for k in ("name", "offset", "length", "crc"))
+        if not (isinstance(name, str) and _ints(offset, length, crc)):
+            raise _fail("a section entry is malformed")
+        assert isinstance(offset, int) and isinstance(length, int) and isinstance(crc, int)
+        if name in out or offset < 0 or length < 0 or offset + length > end:
+            raise _fail(f"section {name!r} is repeated or out of bounds")
+        out[name] = (offset, length, crc)
+    return out
+
+
+def _ints(*values: object) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def _str_or_none(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _strs(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def check_files(raw: object, accepts: Callable[[str], bool]) -> dict[str, FileRecord]:
+    """``[[rel, mtime_ns, size, racy, text_hash, warnings, target, n_ids], …]`` → records
+    (ids filled in by :func:`check_entries`' caller from the entries, in order)."""
+    if not isinstance(raw, list):
+        raise _fail("file table is not a list")
+    out: dict[str, FileRecord] = {}
+    for row in raw:
+        if not isinstance(row, list) or len(row) != 8:
+            raise _fail("a file row is malformed")
+        rel, mtime, size, racy, digest, warnings, target, n_ids = row
+        if not isinstance(rel, str) or rel in out or not accepts(rel):
+            raise _fail(f"file {rel!r} is repeated or not a note")
+        if not (_ints(mtime, size, n_ids) and isinstance(racy, bool)) or n_ids < 0:
+            raise _fail(f"file {rel!r}: bad stat or count")
+        if not (isinstance(digest, str) and _HEX32.fullmatch(digest)):
+            raise _fail(f"file {rel!r}: bad text hash")
+        if not _strs(warnings) or not _str_or_none(target):
+            raise _fail(f"file {rel!r}: bad warnings or target")
+        if target is not None and (not accepts(target) or target == rel):
+            raise _fail(f"file {rel!r}: bad symlink target")
+        stat = None if mtime < 0 or size < 0 else (mtime, size, racy)
+        # ids are placeholders of the right length until the entries are read
+        out[rel] = FileRecord(digest, ("",) * n_ids, tuple(warnings), target, stat)
+    return out
+
+
+def check_entries(raw: object, paths: Sequence[str]) -> list[Entry]:
+    """One columnar chunk of entries, the i-th belonging to the file ``paths[i]``."""
+    n = len(paths)
+    if not isinstance(raw, dict) or any(
+        not isinstance(raw.get(c), list) or len(raw[c]) != n for c in _COLUMN_CHECKS
+    ):
+        raise _fail("an entry chunk is malformed")
+    for name, ok in _COLUMN_CHECKS.items():
+        if not all(map(ok, raw[name])):
+            raise _fail(f"an entry has a bad {name!r}")
+    days = {p: diary_date(p) for p in dict.fromkeys(paths)}
+    out: list[Entry] = []
+    cols = [raw[c] for c in _COLUMN_CHECKS]
+    for path, row in zip(paths, zip(*cols, strict=True), strict=True):
+        eid, kind, heading, line, text, digest, day, time, ts, owner, source = row[:11]
+        meta, tags, links, title, aliases = row[11:]
+        if day != days[path] or (kind == "diary") != (day is not None):
+            raise _fail(f"entry {eid!r}: kind or date disagrees with its path")
+        if not (eid == path or eid.startswith(path + "#")):
+            raise _fail(f"entry {eid!r} does not belong to {path!r}")
+        out.append(
+            Entry(
+                id=eid,
+                kind=kind,
+                path=path,
+                heading=heading,
+                line=line,
+                text=text,
+                hash=digest,
+                date=day,
+                time=time,
+                ts=ts,
+                owner=owner,
+                source=source,
+                meta=tuple((k, v) for k, v in meta),
+                tags=tuple(tags),
+                links=tuple(Link(t, h, a, e, s) for t, h, a, e, s in links),
+                title=title,
+                aliases=tuple(aliases),
+            )
+        )
+    return out
+
+
+def _is_date(value: object) -> bool:
+    if value is None:
+        return True
+    if not isinstance(value, str):
+        return False
+    try:
+        return date.fromisoformat(value).isoformat() == value
+    except ValueError:
+        return False
+
+
+def _is_link(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 5
+        and isinstance(value[0], str)
+        and _str_or_none(value[1])
+        and _str_or_none(value[2])
+        and isinstance(value[3], bool)
+        and value[4] in _STYLES
+    )
+
+
+def _is_pair(value: object) -> bool:
+    return isinstance(value, list) and len(value) == 2 and _strs(value)
+
+
+_COLUMN_CHECKS: dict[str, Callable[[object], bool]] = {
+    "id": lambda v: isinstance(v, str) and bool(v),
+    "kind": lambda v: v in ("diary", "wiki"),
+    "heading": lambda v: isinstance(v, str),
+    "line": lambda v: _ints(v) and 1 <= v,  # type: ignore[operator]
+    "text": lambda v: isinstance(v, str),
+    "hash": lambda v: isinstance(v, str) and _HEX32.fullmatch(v) is not None,
+    "date": _is_date,
+    "time": lambda v: v is None or (isinstance(v, str) and _TIME.fullmatch(v) is not None),
+    "ts": _str_or_none,
+    "owner": _str_or_none,
+    "source": _str_or_none,
+    "meta": lambda v: isinstance(v, list) and all(map(_is_pair, v)),
+    "tags": _strs,
+    "links": lambda v: isinstance(v, list) and all(map(_is_link, v)),
+    "title": _str_or_none,
+    "aliases": _strs,
+}
+
+
+def check_terms(raw: object) -> list[str]:
+    if not _strs(raw):
+        raise _fail("the term list is malformed")
+    assert isinstance(raw, list)
+    if "" in raw or len(set(raw)) != len(raw):
+        raise _fail("the term list has an empty or repeated term")
+    return raw
+
+
+def check_postings(n_terms: int, n_docs: int, counts: I32, slots: I32, tfs: I32) -> None:
+    """Term-major postings: ``counts[t]`` postings per term, slots in range and strictly
+    ascending within a term, counts of at least one."""
+    if counts.size != n_terms or slots.size != tfs.size:
+        raise _fail("postings arrays disagree in length")
+    if n_terms and (counts.min() < 1 or int(counts.sum(dtype=np.int64)) != slots.size):
+        raise _fail("postings counts do not add up")
+    if not n_terms and slots.size:
+        raise _fail("postings without terms")
+    if slots.size and (slots.min() < 0 or slots.max() >= n_docs or tfs.min() < 1):
+        raise _fail("a posting is out of range")
+    steps = np.diff(slots.astype(np.int64))
+    if steps.size:
+        starts = np.cumsum(counts.astype(np.int64))[:-1] - 1  # where a new term begins
+        rising = steps > 0
+        rising[starts] = True
+        if not rising.all():
+            raise _fail("a term's postings repeat or are out of order")
