@@ -29,6 +29,7 @@ from pathlib import Path
 from ..config import Config, cache_dir_problem
 from ..core.engine import ApplyStats, Engine
 from ..core.plan import plan_scan
+from ..core.snapshot import restore_engine, save_snapshot
 from ..core.vault import iter_notes, notes_below
 from ..errors import ConfigError
 from ..retrieval.query import VectorSignal
@@ -120,6 +121,7 @@ class Daemon:
         self._stats: dict[str, StatKey] = {}
         self._last_rescan = time.monotonic()
         self._unresolved: tuple[int, list[dict[str, object]], float] = (-1, [], 0.0)
+        self._saved: tuple[int, int] | None = None  # (generation, stat refreshes) on disk
         self.watcher = Watcher(
             config.vault,
             self._changes,  # type: ignore[arg-type]  # also carries jobs and the stop mark
@@ -271,7 +273,7 @@ class Daemon:
 
     def _writer(self) -> None:
         try:
-            self._guarded(self._scan_chunked)
+            self._guarded(self._initial_scan)
         finally:
             self.state = "ready"
         log.info("ready: %d files, %d entries", len(self.engine.files), len(self.engine.entries))
@@ -289,6 +291,7 @@ class Daemon:
                 self._guarded(self._safety_rescan)
                 continue
             if item is _STOP:
+                self._guarded(self._save_snapshot)  # bounded by WRITER_JOIN_S, then left
                 return
             if isinstance(item, ChangeSet):
                 self._in_hand = len(item.paths) + len(item.dirs) + int(item.rescan)
@@ -365,6 +368,33 @@ class Daemon:
         for line in problems:
             announce(line, True)
 
+    def _initial_scan(self) -> None:
+        """Start from the index snapshot when there is a usable one and re-read only the
+        files whose stat changed since (ADR-0015); else scan cold. Then save a snapshot."""
+        path = self.config.snapshot_path
+        if path is None or self.cache_problem is not None:
+            self._scan_chunked()
+            return
+        stats = self._stat_walk()
+        on_disk = {rel: key[:2] for rel, key in stats.items()}
+        stale = restore_engine(self.engine, path, on_disk)
+        if stale is None:
+            self._apply(list(stats))
+        else:
+            self._saved = (self.engine.generation, self.engine.stat_refreshes)
+            self._apply(stale)
+        self._stats = stats
+        self._last_rescan = time.monotonic()
+        self._save_snapshot()
+
+    def _save_snapshot(self) -> None:
+        """Write the snapshot when the index (or a file's stat) changed since the last one."""
+        if self.config.snapshot_path is None or self.cache_problem is not None:
+            return
+        now = (self.engine.generation, self.engine.stat_refreshes)
+        if now != self._saved and save_snapshot(self.engine):
+            self._saved = now
+
     def _scan_chunked(self) -> ApplyStats:
         """``engine.scan()`` in chunks, refreshing the safety-rescan stat snapshot."""
         stats = self._stat_walk()
@@ -418,6 +448,7 @@ class Daemon:
         stats = self._apply(sorted(suspect), external=True)
         self._stats = now
         self._last_rescan = time.monotonic()
+        self._save_snapshot()  # periodic: at most once per safety rescan, when changed
         if stats.changed or stats.removed:
             log.warning(
                 "safety rescan repaired %d changed and %d removed files the watcher missed",

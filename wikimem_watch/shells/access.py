@@ -53,9 +53,13 @@ def config_from_args(args: argparse.Namespace, *, in_process: bool = False) -> C
     return load_config(args.vault, flags, remembered=remembered_embedder if in_process else None)
 
 
-def open_engine(config: Config, *, vectors: bool = False, scan: bool = True) -> Engine:
-    """An in-process engine over a fresh scan; with ``vectors``, the configured embeddings
-    component reads the vector cache as it is (in-process queries never embed the vault).
+def open_engine(
+    config: Config, *, vectors: bool = False, scan: bool = True, snapshot: bool = True
+) -> Engine:
+    """An in-process engine: from the index snapshot plus the files changed since
+    (ADR-0015), or with ``snapshot=False`` a fresh scan that trusts no cache (``check``);
+    with ``vectors``, the configured embeddings component reads the vector cache as it is
+    (in-process queries never embed the vault).
 
     Per-file parse warnings are not printed here: the daemon printed them when it started,
     ``status`` lists them, and ``check --verbose`` prints them.
@@ -63,6 +67,7 @@ def open_engine(config: Config, *, vectors: bool = False, scan: bool = True) -> 
     import logging
 
     from ..core.engine import Engine
+    from ..core.snapshot import scan_with_snapshot
     from ..vectors.service import open_vectors
 
     use_logging()
@@ -72,7 +77,7 @@ def open_engine(config: Config, *, vectors: bool = False, scan: bool = True) -> 
         before = quiet.level
         quiet.setLevel(max(logging.ERROR, before))
         try:
-            engine.scan()
+            scan_with_snapshot(engine) if snapshot else engine.scan()
         finally:
             quiet.setLevel(before)
     if vectors:

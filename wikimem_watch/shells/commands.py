@@ -89,7 +89,7 @@ def check_command(args: argparse.Namespace) -> int:
                 break
             time.sleep(0.05)
         remote = obj(client.call("file_digests"))
-    local = open_engine(config)
+    local = open_engine(config, snapshot=False)  # a fresh scan: trust no cache
     if args.verbose:
         for path, warnings in sorted(local.warnings().items()):
             for warning in warnings:
