@@ -83,7 +83,7 @@ class Bm25Index:
         index._alive[:n] = True
         index._total_len = int(index._doc_len.sum())
         ends = np.cumsum(counts, dtype=np.int64).tolist()
-        starts = [0, *ends[:-1]]
+        starts = [0, *ends[:-1]] if ends else []
         slot_bytes = slots.astype("<i4").tobytes()
         tf_bytes = tfs.astype("<i4").tobytes()
         index._df = counts.tolist()

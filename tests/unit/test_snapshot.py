@@ -1,0 +1,244 @@
+"""The index snapshot (ADR-0015): a restored engine equals a fresh scan, only changed files
+are re-read, and anything torn, foreign or inconsistent is ignored (a cold scan)."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write
+from wikimem_watch.config import load_config
+from wikimem_watch.core.engine import Engine
+from wikimem_watch.core.snapshot import MAGIC, read_snapshot, scan_with_snapshot
+from wikimem_watch.retrieval.query import run_query
+from wikimem_watch.retrieval.request import QueryRequest
+
+OLD = time.time() - 10_000  # older than any racy window
+
+
+def _age(root: Path) -> None:
+    """Give every note an old mtime, so a snapshot may trust its stat."""
+    for path in root.rglob("*.md"):
+        os.utime(path, (OLD, OLD))
+
+
+def _vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    write(root, "diary/2026-01-01.md", "## 09:00\ncat tea [[wiki/a]]\n\n## 10:00\nmoon 火锅\n")
+    write(root, "wiki/a.md", "---\naliases: [Alpha]\ntags: [x]\n---\n## Item\ncat run #tag\n")
+    write(root, "notes/b.md", "# Bee\nprose <!-- wikimem: owner=me | ts=2026-01-01T09:00 -->\n")
+    (root / "notes" / "bad.md").write_bytes(b"caf\xe9 broken utf8")
+    (root / "notes" / "bin.md").write_bytes(b"\x00\x01binary")
+    _age(root)
+    return root
+
+
+def _engine(root: Path, **flags: object) -> Engine:
+    return Engine(load_config(root, flags))
+
+
+def _scores(engine: Engine, q: str) -> list[tuple[str, float]]:
+    result = run_query(engine, QueryRequest.from_dict({"q": q, "k": 50, "parse_time": False}))
+    return [(str(h["id"]), round(float(h["score"]), 9)) for h in result["hits"]]  # type: ignore[union-attr]
+
+
+def assert_same(got: Engine, want: Engine) -> None:
+    assert got.digest() == want.digest()
+    assert got.skipped == want.skipped
+    assert got.warnings() == want.warnings()
+    assert got.names == want.names
+    assert got.day_counts() == want.day_counts()
+    assert sorted(map(str, got.unresolved_links())) == sorted(map(str, want.unresolved_links()))
+    assert {k: v.text_hash for k, v in got.files.items()} == {
+        k: v.text_hash for k, v in want.files.items()
+    }
+    for q in ("cat", "火锅 moon", "prose alpha", "broken"):
+        assert _scores(got, q) == _scores(want, q)
+
+
+def test_a_restored_engine_equals_a_fresh_scan_and_rereads_nothing(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    first = _engine(root)
+    scan_with_snapshot(first)
+    path = first.config.snapshot_path
+    assert path is not None and path.is_file()
+    assert root not in path.parents  # per machine, outside the vault by default
+    again = _engine(root)
+    stats = scan_with_snapshot(again)
+    # Only the skipped (binary) note is read again: it is not in the snapshot.
+    assert stats.changed == [] and stats.skipped == ["notes/bin.md"]
+    fresh = _engine(root)
+    fresh.scan()
+    assert_same(again, fresh)
+
+
+def test_changed_files_are_reread_and_the_rest_is_trusted(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    scan_with_snapshot(_engine(root))
+    write(root, "wiki/a.md", "## Item\ndog walk\n")  # an edit: new mtime
+    (root / "notes" / "b.md").unlink()
+    write(root, "wiki/new.md", "## New\nfresh tea\n")
+    engine = _engine(root)
+    stats = scan_with_snapshot(engine)
+    assert sorted(stats.changed) == ["wiki/a.md", "wiki/new.md"]
+    assert stats.removed == ["notes/b.md"]
+    fresh = _engine(root)
+    fresh.scan()
+    assert_same(engine, fresh)
+
+
+def test_a_racy_file_is_hashed_not_trusted(tmp_path: Path) -> None:
+    """Written within the mtime tick of its read: same stat, new bytes."""
+    root = _vault(tmp_path)
+    engine = _engine(root)
+    path = root / "wiki" / "a.md"
+    os.utime(path, None)  # now: racy when read
+    scan_with_snapshot(engine)
+    assert engine.files["wiki/a.md"].stat is not None
+    assert engine.files["wiki/a.md"].stat[2]  # recorded as racy
+    st = path.stat()
+    path.write_text(path.read_text().replace("cat run", "dog run"))  # same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime
+    again = _engine(root)
+    stats = scan_with_snapshot(again)
+    assert stats.changed == ["wiki/a.md"]
+    assert [i for i, _ in _scores(again, "dog")] == ["wiki/a.md#Item"]
+    assert "wiki/a.md#Item" not in [i for i, _ in _scores(again, "cat")]
+
+
+def _mangle(path: Path, section: str, change: Callable[[bytes], bytes]) -> None:
+    """Rewrite one section with a valid CRC: only the content checks can catch it."""
+    data = path.read_bytes()
+    (hlen,) = struct.unpack("<Q", data[-len(MAGIC) - 8 : -len(MAGIC)])
+    header = json.loads(data[-len(MAGIC) - 8 - hlen : -len(MAGIC) - 8])
+    blobs = {s["name"]: data[s["offset"] : s["offset"] + s["length"]] for s in header["sections"]}
+    blobs[section] = change(blobs[section])
+    out = bytearray(MAGIC)
+    for sec in header["sections"]:
+        blob = blobs[sec["name"]]
+        sec.update(offset=len(out), length=len(blob), crc=zlib.crc32(blob))
+        out += blob
+    raw = json.dumps(header).encode()
+    path.write_bytes(bytes(out) + raw + struct.pack("<Q", len(raw)) + MAGIC)
+
+
+def _json_edit(fn: Callable[[object], object]) -> Callable[[bytes], bytes]:
+    return lambda blob: json.dumps(fn(json.loads(blob))).encode()
+
+
+def _set(col: str, value: object) -> Callable[[bytes], bytes]:
+    def change(cols: object) -> object:
+        assert isinstance(cols, dict)
+        cols[col][0] = value
+        return cols
+
+    return _json_edit(change)
+
+
+def _int32(values: list[int]) -> Callable[[bytes], bytes]:
+    return lambda blob: struct.pack(f"<{len(values)}i", *values) + blob[4 * len(values) :]
+
+
+BAD = {
+    "torn": None,
+    "flipped byte": None,
+    "path outside": ("files", _json_edit(lambda f: [["../x.md", *f[0][1:]], *f[1:]])),  # type: ignore[index]
+    "repeated file": ("files", _json_edit(lambda f: [f[0], *f])),  # type: ignore[index]
+    "bad kind": ("entries.0", _set("kind", "bogus")),
+    "bad line": ("entries.0", _set("line", 0)),
+    "bad hash": ("entries.0", _set("hash", "not hex")),
+    "bad link": ("entries.0", _set("links", [["a", None, None, "yes", "obsidian"]])),
+    "foreign id": ("entries.0", _set("id", "elsewhere.md#x")),
+    "wrong date": ("entries.0", _set("date", "1999-01-01")),
+    "deep json": ("files", lambda blob: b"[" * 100_000 + b"]" * 100_000),
+    "repeated term": ("terms", _json_edit(lambda t: [t[1], *t[1:]])),  # type: ignore[index]
+    "slot out of range": ("post_slots", _int32([10**6])),
+    "zero tf": ("post_tfs", _int32([0])),
+    "counts off": ("term_counts", _int32([10**6])),
+    "ragged": ("post_tfs", lambda blob: blob[:-1]),
+}
+
+
+@pytest.mark.parametrize("how", sorted(BAD))
+def test_a_torn_or_inconsistent_snapshot_is_ignored_never_trusted(tmp_path: Path, how: str) -> None:
+    root = _vault(tmp_path)
+    first = _engine(root)
+    scan_with_snapshot(first)
+    path = first.config.snapshot_path
+    assert path is not None
+    if how == "torn":
+        path.write_bytes(path.read_bytes()[:-40])
+    elif how == "flipped byte":
+        data = bytearray(path.read_bytes())
+        data[len(data) // 3] ^= 0x55
+        path.write_bytes(bytes(data))
+    else:
+        section, change = BAD[how]  # type: ignore[misc]
+        _mangle(path, section, change)
+    engine = _engine(root)
+    assert read_snapshot(path, engine) is None
+    stats = scan_with_snapshot(engine)
+    assert len(stats.changed) == len(first.files)  # a cold scan
+    fresh = _engine(root)
+    fresh.scan()
+    assert_same(engine, fresh)
+
+
+def test_the_mangling_helper_keeps_an_untouched_snapshot_valid(tmp_path: Path) -> None:
+    """The control for the test above: a rewrite that changes nothing is still loaded."""
+    root = _vault(tmp_path)
+    first = _engine(root)
+    scan_with_snapshot(first)
+    path = first.config.snapshot_path
+    assert path is not None
+    _mangle(path, "files", lambda blob: blob)
+    assert read_snapshot(path, _engine(root)) is not None
+
+
+@pytest.mark.parametrize(
+    "flags", [{"stem": False}, {"stop_words": False}, {"heading_weight": 5}, {"exclude": "n*"}]
+)
+def test_a_snapshot_made_under_other_index_settings_is_foreign(
+    tmp_path: Path, flags: dict[str, object]
+) -> None:
+    root = _vault(tmp_path)
+    scan_with_snapshot(_engine(root))
+    other = _engine(root, **flags)
+    path = other.config.snapshot_path
+    assert path is not None and path.is_file()
+    assert read_snapshot(path, other) is None
+
+
+def test_a_snapshot_of_another_vault_is_foreign(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    first = _engine(root)
+    scan_with_snapshot(first)
+    other_root = tmp_path / "other"
+    other_root.mkdir()
+    assert first.config.snapshot_path is not None
+    assert read_snapshot(first.config.snapshot_path, _engine(other_root)) is None
+
+
+def test_snapshot_off_writes_nothing(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    engine = _engine(root, snapshot=False)
+    assert engine.config.snapshot_path is None
+    scan_with_snapshot(engine)
+    assert len(engine.files) == 4
+    assert not list(Path(os.environ["XDG_CACHE_HOME"]).rglob("index.snapshot"))
+
+
+def test_the_snapshot_goes_where_the_user_says(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    engine = _engine(root, snapshot_dir=str(tmp_path / "snaps"))
+    scan_with_snapshot(engine)
+    assert engine.config.snapshot_path is not None
+    assert engine.config.snapshot_path.parent.parent == tmp_path / "snaps"
+    assert engine.config.snapshot_path.is_file()
