@@ -8,6 +8,7 @@ import signal
 import socket
 import stat
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -316,3 +317,24 @@ def test_bad_files_are_skipped_and_reported_while_serving(daemon: DaemonProc) ->
     hits = daemon.result("query", {"q": "noir"})["hits"]
     assert [h["path"] for h in hits] == ["wiki/latin.md"]  # degraded, still indexed
     assert daemon.result("status")["state"] == "ready"
+
+
+def test_a_restart_starts_from_the_snapshot_and_rereads_only_changed_files(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """ADR-0015: the first daemon saves a snapshot; the next one loads it, re-reads the one
+    file edited while no daemon ran, and ends equal to a fresh scan (``check``)."""
+    for path in vault.rglob("*.md"):
+        os.utime(path, (time.time() - 1000, time.time() - 1000))  # not racy
+    first = start_daemon(vault)
+    status = first.result("status")
+    assert status["snapshot"]["loaded"] is False and status["snapshot"]["saved_at"]
+    first.stop()
+    (vault / "wiki" / "people.md").write_text("## Bob\nBob rows a kayak.\n", encoding="utf-8")
+    second = start_daemon(vault)
+    snap = second.result("status")["snapshot"]
+    assert snap["loaded"] is True and snap["reread"] == 1
+    hits = second.result("query", {"q": "kayak"})["hits"]
+    assert [h["id"] for h in hits] == ["wiki/people.md#Bob"]
+    v, s = str(vault), str(second.sock)
+    assert wikimem("check", "--vault", v, "--socket", s).returncode == 0

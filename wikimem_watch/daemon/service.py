@@ -122,6 +122,14 @@ class Daemon:
         self._last_rescan = time.monotonic()
         self._unresolved: tuple[int, list[dict[str, object]], float] = (-1, [], 0.0)
         self._saved: tuple[int, int] | None = None  # (generation, stat refreshes) on disk
+        path = config.snapshot_path
+        # What ``status`` says of the index snapshot (ADR-0015).
+        self.snapshot: dict[str, object] = {
+            "path": None if path is None else str(path),
+            "loaded": False,
+            "reread": None,
+            "saved_at": None,
+        }
         self.watcher = Watcher(
             config.vault,
             self._changes,  # type: ignore[arg-type]  # also carries jobs and the stop mark
@@ -378,6 +386,7 @@ class Daemon:
         stats = self._stat_walk()
         on_disk = {rel: key[:2] for rel, key in stats.items()}
         stale = restore_engine(self.engine, path, on_disk)
+        self.snapshot.update(loaded=stale is not None, reread=None if stale is None else len(stale))
         if stale is None:
             self._apply(list(stats))
         else:
@@ -394,6 +403,7 @@ class Daemon:
         now = (self.engine.generation, self.engine.stat_refreshes)
         if now != self._saved and save_snapshot(self.engine):
             self._saved = now
+            self.snapshot["saved_at"] = time.time()
 
     def _scan_chunked(self) -> ApplyStats:
         """``engine.scan()`` in chunks, refreshing the safety-rescan stat snapshot."""
@@ -519,6 +529,7 @@ class Daemon:
             if self.http is None
             else {"url": self.http.url, "token_file": str(token_path(self.config))},
             safety_rescan_s=self.safety_rescan_s,
+            snapshot=dict(self.snapshot),
         )
         return result
 
