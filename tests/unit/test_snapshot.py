@@ -44,9 +44,11 @@ def _engine(root: Path, **flags: object) -> Engine:
     return Engine(load_config(root, flags))
 
 
-def _scores(engine: Engine, q: str) -> list[tuple[str, float]]:
+def _scores(engine: Engine, q: str) -> list[tuple[str, float, object]]:
     result = run_query(engine, QueryRequest.from_dict({"q": q, "k": 50, "parse_time": False}))
-    return [(str(h["id"]), round(float(h["score"]), 9)) for h in result["hits"]]  # type: ignore[union-attr]
+    hits = result["hits"]
+    assert isinstance(hits, list)
+    return [(str(h["id"]), round(float(h["score"]), 9), h["matched_terms"]) for h in hits]
 
 
 def assert_same(got: Engine, want: Engine) -> None:
@@ -109,8 +111,8 @@ def test_a_racy_file_is_hashed_not_trusted(tmp_path: Path) -> None:
     again = _engine(root)
     stats = scan_with_snapshot(again)
     assert stats.changed == ["wiki/a.md"]
-    assert [i for i, _ in _scores(again, "dog")] == ["wiki/a.md#Item"]
-    assert "wiki/a.md#Item" not in [i for i, _ in _scores(again, "cat")]
+    assert [hit[0] for hit in _scores(again, "dog")] == ["wiki/a.md#Item"]
+    assert "wiki/a.md#Item" not in [hit[0] for hit in _scores(again, "cat")]
 
 
 def _mangle(path: Path, section: str, change: Callable[[bytes], bytes]) -> None:
@@ -154,7 +156,9 @@ BAD = {
     "bad kind": ("entries.0", _set("kind", "bogus")),
     "bad line": ("entries.0", _set("line", 0)),
     "bad hash": ("entries.0", _set("hash", "not hex")),
-    "bad link": ("entries.0", _set("links", [["a", None, None, "yes", "obsidian"]])),
+    "bad link": ("entries.0", _set("links", [0, [["a", None, None, "yes", "obsidian"]]])),
+    "odd meta": ("entries.0", _set("meta", [0, ["owner"]])),
+    "sparse row out of range": ("entries.0", _set("tags", [10**6, ["x"]])),
     "foreign id": ("entries.0", _set("id", "elsewhere.md#x")),
     "wrong date": ("entries.0", _set("date", "1999-01-01")),
     "deep json": ("files", lambda blob: b"[" * 100_000 + b"]" * 100_000),
@@ -163,6 +167,8 @@ BAD = {
     "zero tf": ("post_tfs", _int32([0])),
     "counts off": ("term_counts", _int32([10**6])),
     "ragged": ("post_tfs", lambda blob: blob[:-1]),
+    "short texts": ("texts.0", lambda blob: blob[:-1]),
+    "texts not utf-8": ("texts.0", lambda blob: b"\xff" + blob[1:]),
 }
 
 

@@ -43,6 +43,11 @@ class Bm25Index:
         self._slot_of: dict[str, int] = {}
         self._key_of: list[str | None] = []
         self._doc_terms: list[array[int] | None] = []
+        # After a snapshot load, the loaded documents' term ids stay in one flat buffer
+        # (``_flat_terms[_flat_at[s]:_flat_at[s + 1]]``) until a slot is removed: building
+        # an array per document would cost ~2 µs each at every start (ADR-0015).
+        self._flat_terms = np.zeros(0, dtype=np.int32)
+        self._flat_at = np.zeros(1, dtype=np.int64)
         self._doc_len = np.zeros(1024, dtype=np.float64)
         self._alive = np.zeros(1024, dtype=bool)
         self._free: list[int] = []
@@ -96,9 +101,9 @@ class Bm25Index:
         del slot_bytes, tf_bytes
         # Each document's term ids, ascending: the postings regrouped by slot.
         tids = np.repeat(np.arange(len(terms), dtype=np.int32), counts)
-        by_doc = tids[np.argsort(slots, kind="stable")].tobytes()
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(slots, minlength=n))]).tolist()
-        index._doc_terms = [array("i", by_doc[bounds[i] * 4 : bounds[i + 1] * 4]) for i in range(n)]
+        index._flat_terms = tids[np.argsort(slots, kind="stable")]
+        index._flat_at = np.concatenate([[0], np.cumsum(np.bincount(slots, minlength=n))])
+        index._doc_terms = [None] * n
         return index
 
     # ------------------------------------------------------------------ mutation
@@ -189,7 +194,7 @@ class Bm25Index:
         slot = self._slot_of.pop(key, None)
         if slot is None:
             return False
-        tids = self._doc_terms[slot]
+        tids = self._terms_of(slot)
         assert tids is not None
         for tid in tids:
             self._df[tid] -= 1
@@ -232,6 +237,14 @@ class Bm25Index:
         self._dead.clear()
         self._dirty_terms.clear()
 
+    def _terms_of(self, slot: int) -> array[int] | None:
+        """The term ids of the live document at ``slot`` (``None``: no document)."""
+        tids = self._doc_terms[slot]
+        if tids is None and slot + 1 < len(self._flat_at) and self._alive[slot]:
+            a, b = int(self._flat_at[slot]), int(self._flat_at[slot + 1])
+            tids = array("i", self._flat_terms[a:b].tobytes())
+        return tids
+
     def _new_slot(self) -> int:
         slot = len(self._key_of)
         self._key_of.append(None)
@@ -271,7 +284,7 @@ class Bm25Index:
 
     def matched_terms(self, slot: int, terms: Iterable[str]) -> list[str]:
         """Which of ``terms`` occur in the document at ``slot``, in query order."""
-        tids = self._doc_terms[slot]
+        tids = self._terms_of(slot)
         if tids is None:
             return []
         have = set(tids)

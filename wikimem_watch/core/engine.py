@@ -104,6 +104,9 @@ class Engine:
         self.stat_refreshes = 0  # file stats renewed without a change (snapshot staleness)
         self.last_change_at: float | None = None
         self._digest = 0
+        # Entries restored from a snapshot whose digests are not folded into ``_digest``
+        # yet: XOR commutes, so ``digest()`` folds them in later (ADR-0015).
+        self._digest_pending: list[Entry] = []
         self._slot_entry: list[Entry | None] = []
         self._slot_day = np.zeros(0, dtype=np.int32)
         self._slot_wiki = np.zeros(0, dtype=bool)
@@ -144,7 +147,8 @@ class Engine:
                 self._add_names(rel, tuple(mine))
                 if self.tracks_vectors:
                     embedded.extend(embedding_texts(mine))
-            self._record_entries(entries, range(len(entries)), embedded)
+            self._record_entries(entries, range(len(entries)), embedded, digest=False)
+            self._digest_pending = entries
             self.generation += 1
             self.last_change_at = time.time()
 
@@ -336,9 +340,15 @@ class Engine:
         self._record_entries(entries, slots, embedded)
 
     def _record_entries(
-        self, entries: Sequence[Entry], slots: Sequence[int], embedded: Sequence[str]
+        self,
+        entries: Sequence[Entry],
+        slots: Sequence[int],
+        embedded: Sequence[str],
+        *,
+        digest: bool = True,
     ) -> None:
-        """Record the facts of entries already in the index at ``slots``."""
+        """Record the facts of entries already in the index at ``slots`` (with ``digest``
+        False, the caller defers their digests to ``_digest_pending``)."""
         self._grow(self.index.capacity)
         touched_days: set[str] = set()
         for entry, slot in zip(entries, slots, strict=True):
@@ -347,7 +357,8 @@ class Engine:
             self._slot_day[slot] = date.fromisoformat(entry.date).toordinal() if entry.date else 0
             self._slot_epoch[slot] = entry_epoch_days(entry)
             self.entries[entry.id] = entry
-            self._digest ^= entry_digest(entry)
+            if digest:
+                self._digest ^= entry_digest(entry)
             if entry.date is not None:
                 self.days.setdefault(entry.date, []).append(entry.id)
                 touched_days.add(entry.date)
@@ -398,8 +409,8 @@ class Engine:
         self._slot_next = np.concatenate([self._slot_next, np.full(extra, -1, dtype=np.int64)])
 
     def _add_names(self, rel: str, entries: tuple[Entry, ...]) -> None:
-        p = PurePosixPath(rel)
-        keys = {rel.lower(), str(p.with_suffix("")).lower(), p.stem.lower()}
+        base = rel[:-3] if rel.endswith(".md") else str(PurePosixPath(rel).with_suffix(""))
+        keys = {rel.lower(), base.lower(), base.rsplit("/", 1)[-1].lower()}
         if entries:
             keys.add((entries[0].title or "").lower())
             keys.update(a.lower() for a in entries[0].aliases)
@@ -527,7 +538,12 @@ class Engine:
 
     def digest(self) -> str:
         """Order-independent digest of every indexed entry's id and content hash."""
-        return f"{self._digest:032x}"
+        with self.lock:
+            if self._digest_pending:
+                for entry in self._digest_pending:
+                    self._digest ^= entry_digest(entry)
+                self._digest_pending = []
+            return f"{self._digest:032x}"
 
     def file_digests(self) -> dict[str, str]:
         with self.lock:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain
+from itertools import accumulate, chain
 from typing import Any
 
 import numpy as np
@@ -100,20 +100,28 @@ def check_files(raw: object, accepts: Callable[[str], bool]) -> dict[str, FileRe
     return out
 
 
-def check_entries(raw: object, paths: Sequence[str]) -> list[Entry]:
-    """One columnar chunk of entries, the i-th belonging to the file ``paths[i]``.
+def check_entries(raw: object, texts: str, paths: Sequence[str]) -> list[Entry]:
+    """One columnar chunk of entries, the i-th belonging to the file ``paths[i]``; their
+    texts are ``texts`` cut at the lengths of the ``text`` column.
 
     Each column is checked whole (types through ``map``, so the checks run at C speed),
     then the entries are built.
     """
     n = len(paths)
-    if not isinstance(raw, dict) or any(
-        not isinstance(raw.get(c), list) or len(raw[c]) != n for c in _COLUMNS
-    ):
+    if not isinstance(raw, dict) or any(not isinstance(raw.get(c), list) for c in _COLUMNS):
         raise _fail("an entry chunk is malformed")
+    for name in _SPARSE:
+        raw[name] = _dense(raw[name], n)
+    if any(len(raw[c]) != n for c in _COLUMNS):
+        raise _fail("an entry chunk's columns differ in length")
     for name in _COLUMNS:
         if not _column_ok(name, raw[name]):
             raise _fail(f"an entry has a bad {name!r}")
+    lengths = raw["text"]
+    if sum(lengths) != len(texts):
+        raise _fail("entry texts do not add up")
+    ends = list(accumulate(lengths))
+    raw["text"] = [texts[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
     days = {p: diary_date(p) for p in dict.fromkeys(paths)}
     out: list[Entry] = []
     cols = [raw[c] for c in _COLUMNS]
@@ -138,7 +146,7 @@ def check_entries(raw: object, paths: Sequence[str]) -> list[Entry]:
                 ts=ts,
                 owner=owner,
                 source=source,
-                meta=tuple((k, v) for k, v in meta) if meta else (),
+                meta=tuple(zip(meta[::2], meta[1::2], strict=True)) if meta else (),
                 tags=tuple(tags),
                 links=tuple(Link(t, h, a, e, s) for t, h, a, e, s in links) if links else (),
                 title=title,
@@ -151,8 +159,25 @@ def check_entries(raw: object, paths: Sequence[str]) -> list[Entry]:
 _COLUMNS = (
     "id kind heading line text hash date time ts owner source meta tags links title aliases"
 ).split()
+_SPARSE = ("meta", "tags", "links", "aliases")
 _STR = {str}
 _OPT_STR = {str, type(None)}
+
+
+def _dense(pairs: list[object], n: int) -> list[object]:
+    """A sparse column ``[[row, value], ...]`` (rows ascending) → one value per row, ``[]``
+    where none is given."""
+    out: list[object] = [()] * n
+    last = -1
+    for pair in pairs:
+        if not (isinstance(pair, list) and len(pair) == 2 and _ints(pair[0])):
+            raise _fail("a sparse entry column is malformed")
+        row, value = pair
+        if not last < row < n or not isinstance(value, list) or not value:
+            raise _fail("a sparse entry column is out of order or range")
+        out[row] = value
+        last = row
+    return out
 
 
 def _types(values: Iterable[object]) -> set[type]:
@@ -161,28 +186,28 @@ def _types(values: Iterable[object]) -> set[type]:
 
 def _column_ok(name: str, col: list[object]) -> bool:
     """Whether every value of one entry column has its field's shape."""
-    if name in ("id", "heading", "text"):
+    if name in ("id", "heading"):
         return _types(col) <= _STR
     if name in ("date", "ts", "owner", "source", "title"):
         return _types(col) <= _OPT_STR  # a diary date is then compared with its path
     if name == "kind":
         return set(col) <= {"diary", "wiki"}
-    if name == "line":
-        return _types(col) <= {int} and (not col or min(col) >= 1)  # type: ignore[type-var,operator]
+    if name in ("line", "text"):  # a 1-based line; the length of a text cut from its section
+        low = 1 if name == "line" else 0
+        return _types(col) <= {int} and (not col or min(col) >= low)  # type: ignore[type-var,operator]
     if name == "hash":
         return _types(col) <= _STR and all(map(_HEX32.fullmatch, col))  # type: ignore[arg-type]
     if name == "time":
         times = [v for v in col if v is not None]
         return _types(times) <= _STR and all(map(_TIME.fullmatch, times))  # type: ignore[arg-type]
-    if _types(col) - {list}:
+    if _types(col) - {list, tuple}:  # tuple: the empty default of a sparse column
         return False
     items: list[Any] = list(chain.from_iterable(col))  # type: ignore[arg-type]
-    if name in ("tags", "aliases"):
-        return _types(items) <= _STR
+    if name in ("tags", "aliases", "meta"):  # meta is flat: key, value, key, value
+        even = name != "meta" or not any(len(v) % 2 for v in col)  # type: ignore[arg-type]
+        return even and _types(items) <= _STR
     if _types(items) - {list}:
         return False
-    if name == "meta":
-        return set(map(len, items)) <= {2} and _types(chain.from_iterable(items)) <= _STR
     if name == "links":
         if set(map(len, items)) - {5}:
             return False
