@@ -248,3 +248,27 @@ def test_the_snapshot_goes_where_the_user_says(tmp_path: Path) -> None:
     assert engine.config.snapshot_path is not None
     assert engine.config.snapshot_path.parent.parent == tmp_path / "snaps"
     assert engine.config.snapshot_path.is_file()
+
+
+def test_the_loader_builds_entries_in_the_order_of_their_fields() -> None:
+    """check_entries calls Entry(*row): a new or moved field must be added there too."""
+    from dataclasses import fields
+
+    from wikimem_watch.core.models import Entry
+
+    assert [f.name for f in fields(Entry)] == (
+        "id kind path heading line text hash date time ts owner source meta tags links title "
+        "aliases"
+    ).split()
+
+
+def test_every_entry_field_survives_the_round_trip(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    first = _engine(root)
+    scan_with_snapshot(first)
+    again = _engine(root)
+    scan_with_snapshot(again)
+    assert again.entries == first.entries  # frozen dataclasses: every field compared
+    assert any(e.meta for e in again.entries.values())
+    assert any(e.links for e in again.entries.values())
+    assert any(e.aliases for e in again.entries.values())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from itertools import accumulate, chain
+from itertools import accumulate, chain, starmap
 from typing import Any
 
 import numpy as np
@@ -123,37 +123,30 @@ def check_entries(raw: object, texts: str, paths: Sequence[str]) -> list[Entry]:
     ends = list(accumulate(lengths))
     raw["text"] = [texts[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
     days = {p: diary_date(p) for p in dict.fromkeys(paths)}
-    out: list[Entry] = []
-    cols = [raw[c] for c in _COLUMNS]
-    for path, row in zip(paths, zip(*cols, strict=True), strict=True):
-        eid, kind, heading, line, text, digest, day, time, ts, owner, source = row[:11]
-        meta, tags, links, title, aliases = row[11:]
-        if day != days[path] or (kind == "diary") != (day is not None):
-            raise _fail(f"entry {eid!r}: kind or date disagrees with its path")
-        if not (eid == path or eid.startswith(path + "#")):
-            raise _fail(f"entry {eid!r} does not belong to {path!r}")
-        out.append(
-            Entry(
-                id=eid,
-                kind=kind,
-                path=path,
-                heading=heading,
-                line=line,
-                text=text,
-                hash=digest,
-                date=day,
-                time=time,
-                ts=ts,
-                owner=owner,
-                source=source,
-                meta=tuple(zip(meta[::2], meta[1::2], strict=True)) if meta else (),
-                tags=tuple(tags),
-                links=tuple(Link(t, h, a, e, s) for t, h, a, e, s in links) if links else (),
-                title=title,
-                aliases=tuple(aliases),
-            )
+    dates = [days[p] for p in paths]
+    if raw["date"] != dates or raw["kind"] != ["wiki" if d is None else "diary" for d in dates]:
+        raise _fail("an entry's kind or date disagrees with its path")
+    if not all(map(_belongs, raw["id"], paths)):
+        raise _fail("an entry id does not belong to its file")
+    # Built column by column: Entry(*row) through map runs the loop in C.
+    empty = ()
+    meta = [tuple(zip(m[::2], m[1::2], strict=True)) if m else empty for m in raw["meta"]]
+    links = [tuple(starmap(Link, k)) if k else empty for k in raw["links"]]
+    tags = [tuple(t) if t else empty for t in raw["tags"]]
+    aliases = [tuple(a) if a else empty for a in raw["aliases"]]
+    c = raw
+    return list(
+        map(
+            Entry,
+            c["id"], c["kind"], paths, c["heading"], c["line"], c["text"], c["hash"], dates,
+            c["time"], c["ts"], c["owner"], c["source"], meta, tags, links, c["title"], aliases,
         )
-    return out
+    )  # fmt: skip
+
+
+def _belongs(entry_id: str, path: str) -> bool:
+    """``path`` or ``path#heading``: an entry id names its file."""
+    return entry_id == path or (entry_id.startswith(path) and entry_id[len(path)] == "#")
 
 
 _COLUMNS = (
