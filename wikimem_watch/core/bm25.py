@@ -29,6 +29,15 @@ COMPACT_MIN = 1024  # dead slots kept before a compaction is worth its pass
 COMPACT_FRACTION = 0.125  # ... or this share of the live documents, whichever is larger
 
 
+def _stable_order(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
+    """``np.argsort(values, kind="stable")`` for non-negative int32 values, as two 16-bit
+    radix passes (numpy radix-sorts 16-bit keys): about twice as fast at 10^6 and more."""
+    low = (values & 0xFFFF).astype(np.uint16)
+    high = (values >> 16).astype(np.uint16)
+    order = np.argsort(low, kind="stable")
+    return order[np.argsort(high[order], kind="stable")]
+
+
 class Bm25Index:
     """BM25 (Lucene's non-negative idf) over string-keyed documents."""
 
@@ -101,7 +110,7 @@ class Bm25Index:
         del slot_bytes, tf_bytes
         # Each document's term ids, ascending: the postings regrouped by slot.
         tids = np.repeat(np.arange(len(terms), dtype=np.int32), counts)
-        index._flat_terms = tids[np.argsort(slots, kind="stable")]
+        index._flat_terms = tids[_stable_order(slots)]
         index._flat_at = np.concatenate([[0], np.cumsum(np.bincount(slots, minlength=n))])
         index._doc_terms = [None] * n
         return index

@@ -52,13 +52,14 @@ def content_hash(heading: str, text: str) -> str:
 
 def diary_date(path: str) -> str | None:
     """``diary/2026-07-21.md`` → ``"2026-07-21"``; ``None`` when it is not a valid diary path."""
-    p = PurePosixPath(path)
-    if not p.parts or p.parts[0] != "diary" or p.suffix != ".md":
+    # String operations, not PurePosixPath: this runs once per file at every scan and load.
+    if not path.startswith("diary/") or not path.endswith(".md"):
         return None
-    if not _DATE_STEM.match(p.stem):
+    stem = path[path.rfind("/") + 1 : -3]
+    if not _DATE_STEM.match(stem):
         return None
     try:
-        return date.fromisoformat(p.stem).isoformat()
+        return date.fromisoformat(stem).isoformat()
     except ValueError:
         return None
 

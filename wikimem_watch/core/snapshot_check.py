@@ -8,6 +8,7 @@ uniqueness, agreement between sections), and cheap enough to run on every start.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate, chain, starmap
@@ -161,15 +162,17 @@ def _dense(pairs: list[object], n: int) -> list[object]:
     """A sparse column ``[[row, value], ...]`` (rows ascending) → one value per row, ``[]``
     where none is given."""
     out: list[object] = [()] * n
-    last = -1
-    for pair in pairs:
-        if not (isinstance(pair, list) and len(pair) == 2 and _ints(pair[0])):
-            raise _fail("a sparse entry column is malformed")
-        row, value = pair
-        if not last < row < n or not isinstance(value, list) or not value:
-            raise _fail("a sparse entry column is out of order or range")
+    if not pairs:
+        return out
+    if _types(pairs) - {list} or set(map(len, pairs)) - {2}:  # type: ignore[arg-type]
+        raise _fail("a sparse entry column is malformed")
+    rows, values = zip(*pairs, strict=True)
+    if _types(rows) - {int} or _types(values) - {list} or not all(values):
+        raise _fail("a sparse entry column is malformed")
+    if rows[0] < 0 or rows[-1] >= n or not all(map(operator.lt, rows, rows[1:])):
+        raise _fail("a sparse entry column is out of order or range")
+    for row, value in zip(rows, values, strict=True):
         out[row] = value
-        last = row
     return out
 
 
