@@ -11,6 +11,10 @@ Edit latency: append a ``## HH:MM`` entry holding a unique word to a diary file,
 closed. Burst: write 1,000 new notes into a new folder, poll until every one is searchable.
 Idle CPU: utime+stime from ``/proc/<pid>/stat`` over ``--idle-s`` seconds after the burst.
 Batches: the number of ``applied`` lines the daemon logs at DEBUG (one per applied change set).
+Snapshot (ADR-0015): after the run the daemon stops (saving its index snapshot) and starts
+again: ``ready_warm_s`` and the files it re-read. ``oneshot_cold_s`` / ``oneshot_warm_s``
+time a whole ``query --in-process`` process without and with the snapshot. Snapshots go
+to a temporary ``XDG_CACHE_HOME``.
 """
 
 from __future__ import annotations
@@ -90,6 +94,17 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
 
 
+def oneshot_s(vault: Path, env: dict[str, str]) -> float:
+    """Wall time of a whole in-process ``query`` process (start, index, answer, exit)."""
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "wikimem_watch", "query", "--vault", str(vault), "--in-process",
+         "--json", "coffee meeting"],
+        env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    return time.perf_counter() - started
+
+
 class Daemon:
     def __init__(self, vault: Path, debounce_ms: int | None, log: Path) -> None:
         self.sock = Path(tempfile.gettempdir()) / f"wmw-bench-{os.getpid()}.sock"
@@ -97,7 +112,7 @@ class Daemon:
         if debounce_ms is not None:
             args += ["--debounce-ms", str(debounce_ms)]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.log = log.open("wb")
+        self.log = log.open("ab")
         started = time.perf_counter()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "wikimem_watch", *args], stderr=self.log, env=env
@@ -177,8 +192,11 @@ def run(
 ) -> dict[str, object]:
     base = Path(tempfile.mkdtemp(prefix=f"wmw-live-{size}-"))
     vault = base / "vault"
+    os.environ["XDG_CACHE_HOME"] = str(base / "cache")  # the snapshot, for this run only
     try:
         make_vault(vault, size)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        cold_oneshot = oneshot_s(vault, {**env, "WIKIMEM_WATCH_SNAPSHOT": "false"})
         log = base / "daemon.log"
         daemon = Daemon(vault, debounce_ms, log)
         rng = random.Random(size)
@@ -199,12 +217,21 @@ def run(
             status = daemon.rpc.call("status")
         finally:
             daemon.stop()
+        warm = Daemon(vault, debounce_ms, log)  # from the snapshot the first one saved
+        warm_status = warm.rpc.call("status")
+        warm.stop()
+        warm_oneshot = oneshot_s(vault, env)
         return {
             "entries": size,
             "files": status["files"],
             "debounce_ms": debounce_ms,
             "watcher": status["watcher"],
             "ready_s": round(daemon.ready_s, 2),
+            "ready_warm_s": round(warm.ready_s, 2),
+            "warm_reread_files": warm_status["snapshot"]["reread"],
+            "warm_over_cold": round(warm.ready_s / daemon.ready_s, 3),
+            "oneshot_cold_s": round(cold_oneshot, 2),
+            "oneshot_warm_s": round(warm_oneshot, 2),
             "edit_ms_p50": round(statistics.median(lat), 1),
             "edit_ms_p95": round(pct(lat, 95), 1),
             "edit_ms_max": round(max(lat), 1),
