@@ -272,3 +272,21 @@ def test_every_entry_field_survives_the_round_trip(tmp_path: Path) -> None:
     assert any(e.meta for e in again.entries.values())
     assert any(e.links for e in again.entries.values())
     assert any(e.aliases for e in again.entries.values())
+
+
+def test_a_one_shot_rewrites_the_snapshot_only_when_much_changed(tmp_path: Path) -> None:
+    """A few stale files cost a few reads next time; a rewrite costs the whole index."""
+    root = _vault(tmp_path)
+    first = _engine(root)
+    scan_with_snapshot(first)
+    path = first.config.snapshot_path
+    assert path is not None
+    before = path.stat().st_mtime_ns
+    write(root, "wiki/a.md", "## Item\ndog walk\n")
+    for _ in range(2):  # not rewritten: the edited file is re-read at each start
+        engine = _engine(root)
+        assert scan_with_snapshot(engine).changed == ["wiki/a.md"]
+    assert path.stat().st_mtime_ns == before
+    path.write_bytes(b"junk")  # unusable: the cold scan writes a new one
+    scan_with_snapshot(_engine(root))
+    assert read_snapshot(path, _engine(root)) is not None

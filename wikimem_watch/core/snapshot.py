@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 MAGIC = b"WIKIMEM-WATCH-SNAPSHOT\n"
 FORMAT = 1
+REWRITE_MIN_FILES = 256  # a one-shot rewrites the snapshot when more files than this changed
 CHUNK_ENTRIES = 16_384  # entries per JSON section: bounds the transient copy while loading
 _TRAILER = struct.Struct("<Q")
 _COLUMNS = (
@@ -351,11 +352,12 @@ def scan_with_snapshot(engine: Engine, *, save: bool = True) -> ApplyStats:
         linked_dirs: dict[str, str] = {}
         on_disk = list(iter_notes(engine.root, engine.note_filter, linked_dirs))
         engine.linked_dirs = linked_dirs
-        refreshes = engine.stat_refreshes
         stale = restore_engine(engine, path, disk_stats(engine.root, on_disk))
         stats = engine.apply(on_disk if stale is None else stale)
-        dirty = stale is None or bool(stats.changed or stats.removed)
-        if save and (dirty or engine.stat_refreshes != refreshes):
+        # A few stale files cost a few reads at the next start; rewriting the snapshot costs
+        # ~1 s per 100k entries of a one-shot query's time. Rewrite when it pays.
+        drift = len(stale) if stale is not None else 0
+        if save and (stale is None or drift > max(REWRITE_MIN_FILES, len(on_disk) // 100)):
             save_snapshot(engine)
     return stats
 

@@ -287,6 +287,7 @@ class Daemon:
         log.info("ready: %d files, %d entries", len(self.engine.files), len(self.engine.entries))
         if self.announce is not None:
             self._announce_ready(self.announce)
+        self._guarded(self._save_snapshot)  # once ready: queries need not wait for it
         while not self._stop_requested:
             wait = self._last_rescan + self.safety_rescan_s - time.monotonic()
             try:
@@ -378,7 +379,8 @@ class Daemon:
 
     def _initial_scan(self) -> None:
         """Start from the index snapshot when there is a usable one and re-read only the
-        files whose stat changed since (ADR-0015); else scan cold. Then save a snapshot."""
+        files whose stat changed since (ADR-0015); else scan cold. The writer saves a new
+        snapshot once the daemon is ready."""
         path = self.config.snapshot_path
         if path is None or self.cache_problem is not None:
             self._scan_chunked()
@@ -394,7 +396,6 @@ class Daemon:
             self._apply(stale)
         self._stats = stats
         self._last_rescan = time.monotonic()
-        self._save_snapshot()
 
     def _save_snapshot(self) -> None:
         """Write the snapshot when the index (or a file's stat) changed since the last one."""
