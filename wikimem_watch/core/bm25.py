@@ -19,6 +19,7 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -155,7 +156,7 @@ class Bm25Index:
         for key, tokens in docs:
             slot = self._free.pop() if self._free else self._new_slot()
             counts = Counter(tokens)
-            ids = [term_id.get(term, -1) for term in counts]
+            ids = list(map(term_id.get, counts, repeat(-1)))
             if -1 in ids:
                 ids = [
                     self._term(t) if tid < 0 else tid for t, tid in zip(counts, ids, strict=True)

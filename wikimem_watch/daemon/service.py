@@ -29,7 +29,7 @@ from pathlib import Path
 from ..config import Config, cache_dir_problem
 from ..core.engine import ApplyStats, Engine
 from ..core.plan import plan_scan
-from ..core.snapshot import restore_engine, save_snapshot
+from ..core.snapshot import no_gc, restore_engine, save_snapshot
 from ..core.vault import iter_notes, notes_below
 from ..errors import ConfigError
 from ..retrieval.query import VectorSignal
@@ -389,11 +389,10 @@ class Daemon:
         on_disk = {rel: key[:2] for rel, key in stats.items()}
         stale = restore_engine(self.engine, path, on_disk)
         self.snapshot.update(loaded=stale is not None, reread=None if stale is None else len(stale))
-        if stale is None:
-            self._apply(list(stats))
-        else:
+        if stale is not None:
             self._saved = (self.engine.generation, self.engine.stat_refreshes)
-            self._apply(stale)
+        with no_gc():  # millions of objects and no cycles: ~10% of a cold scan
+            self._apply(list(stats) if stale is None else stale)
         self._stats = stats
         self._last_rescan = time.monotonic()
 
