@@ -107,7 +107,16 @@ def test_status_in_process_has_the_daemons_shape_without_the_daemons_own_fields(
     local = json.loads(
         wikimem("status", "--vault", str(daemon.vault), "--in-process", "--json").stdout
     )
-    own = {"socket", "pending", "watcher", "uptime_s", "connections", "socket_limits", "http"}
+    own = {
+        "socket",
+        "pending",
+        "watcher",
+        "uptime_s",
+        "connections",
+        "socket_limits",
+        "http",
+        "snapshot",
+    }
     assert set(local) == set(remote) - own - {"safety_rescan_s"}
     assert local["state"] == "in-process" and remote["state"] == "ready"
     for same in ("entries", "files", "unresolved_links", "unresolved", "digest", "embed"):

@@ -233,7 +233,7 @@ class VaultWriter:
             made[:] = [edit.insert_diary_entry(current, hhmm, body, meta)]
             return made[0].text
 
-        for _ in range(writes.MAX_ATTEMPTS):
+        for _ in range(writes.RETRIES):
             snap = writes.read_snapshot(path, rel)
             try:
                 if snap.text is None:
@@ -269,7 +269,7 @@ class VaultWriter:
             made[:] = [edit.upsert_item(current, item, body, meta)]
             return made[0][0].text
 
-        for _ in range(writes.MAX_ATTEMPTS):
+        for _ in range(writes.RETRIES):
             snap = writes.read_snapshot(path, rel)
             try:
                 if snap.text is None:

@@ -12,7 +12,7 @@ any moment:
   exchanges it with the target atomically (``renameat2(RENAME_EXCHANGE)`` on Linux) and
   compares the displaced file byte for byte with what the edit was based on. Different
   bytes mean another writer got in between: the edit is re-applied on *their* bytes and the
-  exchange repeated, at most ``MAX_ATTEMPTS`` times. Where exchange is unavailable the
+  exchange repeated, for at most ``CONTEND_S`` seconds. Where exchange is unavailable the
   target is compared just before ``os.replace`` and the old descriptor just after it;
 - the displaced file is kept open for ``RETIRE_S`` seconds (``Retired``): bytes a process
   appends to it after the replace (it opened the file before) are appended to the new file.
@@ -37,9 +37,11 @@ from pathlib import Path
 from ..core.vault import MAX_NOTE_BYTES
 from ..errors import BadRequest, WatchError
 
-MAX_ATTEMPTS = 16
+MAX_ATTEMPTS = 200  # a bound on attempts, and on time below: whichever comes first
+RETRIES = 16  # whole read-edit-write rounds a writer makes (a file created or gone meanwhile)
+CONTEND_S = 3.0  # how long a replace keeps re-applying under another busy writer
 RETIRE_S = 2.0
-BACKOFF_S = 0.004  # × attempt: the most a conflicting replace waits before trying again
+BACKOFF_S = 0.004  # × attempt (capped): the most a conflicting replace waits before retrying
 log = logging.getLogger(__name__)
 
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -194,16 +196,19 @@ def replace(
 ) -> str:
     """Replace the file ``snap`` read with ``edit(its text)``, compare-and-swap; returns the
     text written. Another writer's bytes are never overwritten: the edit is re-applied on
-    them (``WriteConflict`` after ``MAX_ATTEMPTS``)."""
+    them (``WriteConflict`` after ``CONTEND_S`` of contention)."""
     assert snap.raw is not None and snap.st is not None
     base, expect = snap.raw, snap.raw
     mode = stat.S_IMODE(snap.st.st_mode)
+    deadline = time.monotonic() + CONTEND_S
     for attempt in range(MAX_ATTEMPTS):
+        if attempt and time.monotonic() > deadline:
+            break
         new_text = edit(base.decode("utf-8"))
         if attempt and new_text.encode("utf-8") != base:
             # Another writer is busy with this file and its bytes lack our edit: let its
             # burst pass. (When they already hold it — it built on our file — go at once.)
-            time.sleep(random.uniform(0, BACKOFF_S * attempt))
+            time.sleep(random.uniform(0, BACKOFF_S * min(attempt, 10)))
         new = new_text.encode("utf-8")
         if _EXCHANGE is not None:
             try:
@@ -255,8 +260,8 @@ def replace(
             return new_text
         base, expect = late, new  # written to the old file after we read it: theirs first
     raise WriteConflict(
-        f"{rel!r} kept changing under other writers ({MAX_ATTEMPTS} attempts); nothing written "
-        "over their bytes — retry"
+        f"{rel!r} kept changing under other writers for {CONTEND_S:g} s; nothing written over "
+        "their bytes — retry"
     )
 
 
