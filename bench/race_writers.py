@@ -1,8 +1,9 @@
 """Writer processes for the race tests (run as scripts by tests and bench/write_race.py).
 
 ``agent SOCK DAY N TAG SEED``: N ``append_diary`` calls over the socket, random times.
-``hand PATH N TAG SEED``: N entries written by hand into one day file, alternating
-``open(O_APPEND)/write/close`` with an editor-style save (read, write a temp file, rename).
+``hand PATH N TAG SEED [MODE]``: N entries written by hand into one day file; MODE ``mixed``
+(default) alternates ``open(O_APPEND)/write/close`` with an editor-style save (read, write a
+temp file, rename), ``append`` uses only the former.
 
 The editor-style save re-reads the file right before its rename and starts over when it
 changed: a careful editor (Obsidian, vim with autoread) reloads on an external change
@@ -39,13 +40,13 @@ def agent(sock_path: str, day: str, n: int, tag: str, seed: int) -> None:
     sock.close()
 
 
-def hand(path: str, n: int, tag: str, seed: int) -> None:
+def hand(path: str, n: int, tag: str, seed: int, mode: str = "mixed") -> None:
     rng = random.Random(seed)
     target = Path(path)
     for i in range(n):
         hhmm = f"{rng.randrange(24):02d}:{rng.randrange(60):02d}"
         entry = f"\n## {hhmm}\n{tag}-{i} typed this\n"
-        if i % 2 == 0:
+        if i % 2 == 0 or mode == "append":
             with open(target, "a", encoding="utf-8") as fh:
                 fh.write(entry)
         else:
@@ -67,4 +68,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "agent":
         agent(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
     else:
-        hand(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]))
+        hand(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), *sys.argv[6:7])

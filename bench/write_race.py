@@ -37,7 +37,7 @@ def rpc(sock: Path, method: str, params: dict[str, object] | None = None) -> obj
         return json.loads(s.makefile("rb").readline())["result"]
 
 
-def one_run(agents: int, each: int, by_hand: int) -> dict[str, object]:
+def one_run(agents: int, each: int, by_hand: int, hand_mode: str = "mixed") -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp) / "vault"
         (vault / "diary").mkdir(parents=True)
@@ -72,7 +72,16 @@ def one_run(agents: int, each: int, by_hand: int) -> dict[str, object]:
             ]
             procs.append(
                 subprocess.Popen(
-                    [sys.executable, str(RACERS), "hand", str(day_file), str(by_hand), "hand", "7"]
+                    [
+                        sys.executable,
+                        str(RACERS),
+                        "hand",
+                        str(day_file),
+                        str(by_hand),
+                        "hand",
+                        "7",
+                        hand_mode,
+                    ]
                 )
             )
             codes = [p.wait() for p in procs]
@@ -122,10 +131,16 @@ def main() -> None:
     ap.add_argument("--agents", type=int, default=4)
     ap.add_argument("--each", type=int, default=50)
     ap.add_argument("--by-hand", type=int, default=30)
+    ap.add_argument(
+        "--hand-mode",
+        choices=["mixed", "append"],
+        default="mixed",
+        help="the hand writer's saves: O_APPEND and editor-style renames, or O_APPEND only",
+    )
     args = ap.parse_args()
     bad = 0
     for n in range(args.runs):
-        result = one_run(args.agents, args.each, args.by_hand)
+        result = one_run(args.agents, args.each, args.by_hand, args.hand_mode)
         ok = (
             result["exit_codes_ok"]
             and not result["lost"]

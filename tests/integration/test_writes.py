@@ -34,16 +34,23 @@ def _reap(procs: list[subprocess.Popen[bytes]]) -> None:
         proc.wait(10)
 
 
-def run_race(daemon: DaemonProc, vault: Path, agents: int = 4, each: int = 50) -> Counter[str]:
+def run_race(
+    daemon: DaemonProc, vault: Path, agents: int = 4, each: int = 50, hand_mode: str = "append"
+) -> Counter[str]:
     """Four agents × 50 ``append_diary`` and one hand writer on one day file; returns how
-    often each written text occurs in the file once everything is quiet."""
+    often each written text occurs in the file once everything is quiet.
+
+    The hand writer appends (``open(O_APPEND)/write/close``): what the daemon can guarantee
+    against. An editor-style save (temp file and rename) can overwrite a write made a moment
+    before, which no daemon can prevent; ``bench/write_race.py --hand-mode mixed`` measures
+    how often the re-apply sweep repairs it (ADR-0016)."""
     day_file = vault / "diary" / f"{DAY}.md"
     day_file.write_text(f"# {DAY}\n\n## 12:00\nnoon by hand\n", encoding="utf-8")
     eventually(lambda: bool(daemon.result("day", {"date": DAY})["entries"]), "the day is indexed")
     procs = [
         _racer("agent", str(daemon.sock), DAY, str(each), f"w{n}", str(n)) for n in range(agents)
     ]
-    procs.append(_racer("hand", str(day_file), "30", "hand", "99"))
+    procs.append(_racer("hand", str(day_file), "30", "hand", "99", hand_mode))
     try:
         codes = [proc.wait(60) for proc in procs]
     finally:
@@ -62,7 +69,7 @@ def run_race(daemon: DaemonProc, vault: Path, agents: int = 4, each: int = 50) -
     return counts()
 
 
-def test_four_agents_and_a_hand_writer_lose_and_duplicate_nothing(
+def test_four_agents_and_a_hand_appender_lose_and_duplicate_nothing(
     vault: Path, daemon: DaemonProc
 ) -> None:
     found = run_race(daemon, vault)

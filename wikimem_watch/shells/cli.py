@@ -21,6 +21,7 @@ from .commands import (
     serve_command,
     stop_command,
 )
+from .mcp import mcp_command
 from .output import EXIT_OK, EXIT_USAGE
 from .reading import (
     day_command,
@@ -109,6 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_daemon_commands(sub, _add_vault, _add_index_flags)
     add_write_commands(sub, _add_vault)
+    m = _register(
+        sub,
+        _add_vault,
+        "mcp",
+        "serve the vault's tools to an agent over MCP (stdio; needs the [mcp] extra)",
+        mcp_command,
+    )
+    _add_index_flags(m)
     return parser
 
 

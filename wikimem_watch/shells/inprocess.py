@@ -17,7 +17,9 @@ from ..errors import ConfigError, DaemonUnavailable
 from ..retrieval.query import VectorSignal
 from .access import open_engine
 
-NEEDS_NO_SCAN = frozenset({"reindex"})  # a dry run plans against an empty index
+NEEDS_NO_SCAN = frozenset(  # a dry run plans against an empty index; writes need no index
+    {"reindex", "append_diary", "upsert_wiki", "delete_wiki", "journal"}
+)
 
 
 class LocalService:
@@ -25,8 +27,13 @@ class LocalService:
     watcher, nothing written)."""
 
     def __init__(self, config: Config, engine: Engine) -> None:
+        from ..daemon.vault_writer import VaultWriter
+
         self.config = config
         self.engine = engine
+        # The write methods find it here, as on the daemon; what it writes is not indexed
+        # (there is no index to keep), the next scan reads it.
+        self.writer = VaultWriter(config.vault)
 
     def status(self) -> dict[str, object]:
         return index_status(

@@ -86,19 +86,11 @@ def _write(args: argparse.Namespace, method: str, params: dict[str, object]) -> 
     except DaemonUnavailable:
         if args.vault is None:
             raise
-        from ..daemon.vault_writer import VaultWriter
+        from .inprocess import local_answer
 
         if not args.in_process:
             print(f"wikimem-watch: no daemon for {args.vault}; writing in-process", file=sys.stderr)
-        writer = VaultWriter(config_from_args(args).vault)
-        if method == "append_diary":
-            text = params.pop("text")
-            result = writer.append_diary(text, **params)  # type: ignore[arg-type]
-        elif method == "upsert_wiki":
-            file, name, text = params.pop("file"), params.pop("name"), params.pop("text")
-            result = writer.upsert_wiki(file, name, text, **params)  # type: ignore[arg-type]
-        else:
-            result = writer.delete_wiki(params["file"], params["name"])
+        result = local_answer(config_from_args(args), method, params)
     print_json(result)
     return EXIT_OK
 

@@ -1,0 +1,101 @@
+"""The MCP command spoken to over stdio by the SDK's own client: every tool, a write then a
+search that finds it, an error, through a running daemon and in-process (ADR-0017)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon_harness import DaemonProc, child_env
+
+mcp = pytest.importorskip("mcp")
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+pytestmark = pytest.mark.timeout(90)
+
+TOOLS = {
+    "search",
+    "list_days",
+    "read_day",
+    "read_note",
+    "append_diary",
+    "upsert_wiki",
+    "delete_wiki",
+    "journal",
+    "status",
+}
+
+
+def session(vault: Path, *extra: str) -> StdioServerParameters:
+    args = ["-m", "wikimem_watch", "mcp", "--vault", str(vault), *extra]
+    return StdioServerParameters(command=sys.executable, args=args, env=child_env())
+
+
+def run_tools(vault: Path, *extra: str) -> dict[str, Any]:
+    """Call every tool once, in an order that writes before it reads back."""
+
+    async def go() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(session(vault, *extra)) as client:
+            out["tools"] = {t.name for t in (await client.list_tools()).tools}
+            calls: list[tuple[str, dict[str, object]]] = [
+                ("append_diary", {"text": "kiwi tasting at the market", "date": "2026-07-20"}),
+                ("search", {"query": "kiwi", "k": 3}),
+                ("search", {"query": "sailing", "kinds": ["wiki"]}),
+                ("list_days", {}),
+                ("read_day", {"date": "2026-07-20"}),
+                ("upsert_wiki", {"file": "people", "name": "Bo", "text": "Bo grows kiwis."}),
+                ("read_note", {"path": "people"}),
+                ("delete_wiki", {"file": "people", "name": "Bo"}),
+                ("journal", {"limit": 10}),
+                ("status", {}),
+                ("read_day", {"date": "2026-13-40"}),
+            ]
+            for name, params in calls:
+                result = await client.call_tool(name, params)
+                key = f"{name}:{params.get('date', '')}" if name == "read_day" else name
+                out.setdefault(key, []).append(result)
+        return out
+
+    return asyncio.run(go())
+
+
+def check_answers(out: dict[str, Any]) -> None:
+    assert out["tools"] == TOOLS
+    written = out["append_diary"][0]
+    assert not written.is_error and written.structured_content["path"] == "diary/2026-07-20.md"
+    kiwi, sailing = out["search"]
+    hits = kiwi.structured_content["hits"]
+    assert hits and "kiwi" in hits[0]["text"] and "kiwi" in kiwi.content[0].text
+    assert sailing.structured_content["hits"][0]["path"] == "wiki/people.md"
+    days = out["list_days"][0].structured_content["days"]
+    assert {"date": "2026-07-20", "entries": 2} in days
+    assert len(out["read_day:2026-07-20"][0].structured_content["entries"]) == 2
+    assert out["upsert_wiki"][0].structured_content["created"] is True
+    note = out["read_note"][0].structured_content["entries"]
+    assert any(e["heading"] == "Bo" for e in note)
+    assert not out["delete_wiki"][0].is_error
+    actions = [e["action"] for e in out["journal"][0].structured_content["entries"]]
+    assert {"diary", "add", "remove"} <= set(actions)
+    bad = out["read_day:2026-13-40"][0]
+    assert bad.is_error and "date" in bad.content[0].text
+
+
+def test_every_tool_through_a_running_daemon(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    start_daemon(vault)
+    out = run_tools(vault)
+    check_answers(out)
+    assert out["status"][0].structured_content["served_by"] == "daemon"
+
+
+def test_every_tool_in_process_when_no_daemon_runs(vault: Path) -> None:
+    out = run_tools(vault)
+    check_answers(out)
+    assert out["status"][0].structured_content["served_by"] == "in-process"
