@@ -117,3 +117,31 @@ def test_a_non_loopback_address_needs_an_explicit_allow() -> None:
     with pytest.raises(ConfigError, match="HOST:PORT"):
         parse_address("8765", allow_remote=False)
     assert parse_address("0.0.0.0:8765", allow_remote=True) == ("0.0.0.0", 8765)
+
+
+def test_changes_stream_as_server_sent_events(web: Http, vault: Path) -> None:
+    conn = http.client.HTTPConnection(web.host, web.port, timeout=20)
+    headers = {"Host": f"127.0.0.1:{web.port}", "Authorization": f"Bearer {web.token}"}
+    conn.request("GET", "/v1/changes?kinds=diary", headers=headers)
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("Content-Type", "").startswith("text/event-stream")
+
+    def next_event() -> tuple[str, Any]:
+        name, data = "", ""
+        while True:
+            line = resp.readline().decode().rstrip("\n")
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                data = line[6:]
+            elif not line and name:
+                return name, json.loads(data)
+
+    try:
+        name, data = next_event()
+        assert name == "subscribed" and data["subscription"]
+        (vault / "diary" / "2026-07-21.md").write_text("## 09:00\nA new day.\n", encoding="utf-8")
+        name, data = next_event()
+        assert name == "changed" and data["params"]["added"] == ["diary/2026-07-21.md#09:00"]
+    finally:
+        conn.close()

@@ -37,6 +37,7 @@ from .server import handle_line
 
 log = logging.getLogger(__name__)
 
+SSE_KEEPALIVE_S = 15.0  # a comment line this often finds a client that went away
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # GET /v1/query parameters that are lists (comma-separated in the URL).
 _LIST_PARAMS = frozenset({"kinds", "paths", "tags"})
@@ -193,6 +194,9 @@ class _Handler(BaseHTTPRequestHandler):
                 result = self._call("day", {"date": parts[2]})
             elif parts == ["v1", "status"]:
                 result = self._call("status", {})
+            elif parts == ["v1", "changes"]:
+                self._stream_changes(query)
+                return
             else:
                 raise NotFound(f"no such endpoint {url.path!r}; see docs/protocol.md (HTTP)")
         except (WatchError, ProtocolError) as exc:
@@ -232,6 +236,39 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Access-Control-Allow-Headers", "Authorization, Content-Type")
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+    def _stream_changes(self, query: Mapping[str, str]) -> None:
+        """Server-sent events: the ``changed`` notifications of a subscription made with the
+        query's ``paths``, ``kinds`` and ``q``, until the client goes away."""
+        feed = getattr(self.endpoint.service, "feed", None)
+        if feed is None:
+            raise NotFound("this daemon has no change feed")
+        unknown = sorted(set(query) - {"paths", "kinds", "q"})
+        if unknown:
+            raise ProtocolError(INVALID_PARAMS, f"unknown param(s) {', '.join(unknown)}")
+        kinds = tuple(k for k in query.get("kinds", "").split(",") if k)
+        if any(k not in ("diary", "wiki") for k in kinds):
+            raise ProtocolError(INVALID_PARAMS, f"kinds: expected diary, wiki; got {kinds!r}")
+        paths = tuple(p.lstrip("/") for p in query.get("paths", "").split(",") if p)
+        peer = _SsePeer(self)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            with peer.send_lock:  # "subscribed" goes out before the first change
+                sub_id = feed.subscribe(peer, paths, kinds, query.get("q") or None)
+                peer.event("subscribed", json.dumps({"subscription": sub_id}).encode())
+            while not peer.closed.wait(SSE_KEEPALIVE_S):
+                with peer.send_lock:
+                    peer.raw(b": keep-alive\n\n")  # finds a client that went away
+        except OSError:
+            pass
+        finally:
+            peer.closed.set()
+            for callback in peer.on_close:
+                callback()
 
     # ------------------------------------------------------------------ checks
 
@@ -302,6 +339,35 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if body:
             self.wfile.write(body)
+
+
+class _SsePeer:
+    """A subscription's connection, as the change feed sees it (``subscriptions.Peer``),
+    writing each JSON-RPC notification line as a server-sent ``changed`` event."""
+
+    def __init__(self, handler: _Handler) -> None:
+        self.handler = handler
+        self.sock = self  # the feed calls ``sock.sendall`` and ``sock.shutdown``
+        self.send_lock = threading.Lock()
+        self.idle_exempt = True
+        self.on_close: list[Callable[[], None]] = []
+        self.closed = threading.Event()
+
+    def sendall(self, line: bytes) -> None:
+        self.event("changed", line.strip())
+
+    def shutdown(self, how: int) -> None:
+        self.closed.set()
+
+    def event(self, name: str, data: bytes) -> None:
+        self.raw(b"event: " + name.encode() + b"\ndata: " + data + b"\n\n")
+
+    def raw(self, data: bytes) -> None:
+        """Write to the stream; the caller holds ``send_lock`` (the feed does)."""
+        if self.closed.is_set():
+            raise OSError("the event stream is closed")
+        self.handler.wfile.write(data)
+        self.handler.wfile.flush()
 
 
 def _int(value: str, name: str) -> int:
