@@ -145,3 +145,12 @@ def test_changes_stream_as_server_sent_events(web: Http, vault: Path) -> None:
         assert name == "changed" and data["params"]["added"] == ["diary/2026-07-21.md#09:00"]
     finally:
         conn.close()
+
+
+def test_a_write_through_rpc_is_searchable_when_it_returns(web: Http) -> None:
+    params = {"text": "ferry to the island", "date": "2026-07-20", "time": "11:00"}
+    req = {"jsonrpc": "2.0", "id": 3, "method": "append_diary", "params": params}
+    status, reply = web.request("POST", "/rpc", json.dumps(req).encode())
+    assert status == 200 and reply["result"]["id"] == "diary/2026-07-20.md#11:00"
+    status, result = web.request("GET", "/v1/query?q=ferry&k=1")
+    assert status == 200 and result["hits"][0]["id"] == "diary/2026-07-20.md#11:00"
