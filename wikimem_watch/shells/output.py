@@ -56,11 +56,14 @@ def _print_hit(hit: dict[str, object], indent: str) -> None:
     if isinstance(explain, dict) and "bm25_raw" in explain:
         w = explain["weights"]
         cos = explain["cosine"]
+        vector = (
+            ""
+            if cos is None
+            else f"  cosine {cos:.3f} → {explain['cosine_norm']:.2f}×{w['vector']:g}"
+        )
         print(
             f"{indent}        bm25 {explain['bm25_own']:.3f} + previous "
-            f"{explain['bm25_previous']:.3f} → {explain['bm25_norm']:.2f}×{w['bm25']:g}"
-            f"  cosine {'-' if cos is None else f'{cos:.3f}'}"
-            f" → {explain['cosine_norm']:.2f}×{w['vector']:g}"
+            f"{explain['bm25_previous']:.3f} → {explain['bm25_norm']:.2f}×{w['bm25']:g}{vector}"
             f"  recency {explain['recency']:.3f}×{w['recency']:g}"
             f"  terms {','.join(explain['matched_terms'])}"
         )
