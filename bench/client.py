@@ -50,21 +50,22 @@ def main() -> int:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cli = [sys.executable, "-m", "wikimem_watch"]
     daemon = None
-    status = subprocess.run(
-        [*cli, "status", "--vault", str(args.vault), "--json"], capture_output=True, env=env
-    )
-    if status.returncode != 0:
+
+    def daemon_status() -> dict[str, object]:
+        done = subprocess.run(  # no daemon: answered in-process, with no socket
+            [*cli, "status", "--vault", str(args.vault), "--json"], capture_output=True, env=env
+        )
+        return json.loads(done.stdout) if done.returncode == 0 else {}
+
+    status = daemon_status()
+    if "socket" not in status:
         daemon = subprocess.Popen([*cli, "serve", str(args.vault), "--quiet"], env=env)
         for _ in range(200):
             time.sleep(0.05)
-            status = subprocess.run(
-                [*cli, "status", "--vault", str(args.vault), "--json"],
-                capture_output=True,
-                env=env,
-            )
-            if status.returncode == 0:
+            status = daemon_status()
+            if status.get("state") == "ready" and "socket" in status:
                 break
-    sock = json.loads(status.stdout)["socket"]
+    sock = str(status["socket"])
     ours = [*cli, "query", "--vault", str(args.vault), "--json", args.q]
     plain = [sys.executable, "-c", STDLIB_CLIENT, sock, args.q]
     try:

@@ -17,7 +17,6 @@ there is a :class:`ConfigError` naming it.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import sys
@@ -117,6 +116,8 @@ class Config:
         """
         if not self.snapshot:
             return None
+        import hashlib  # here: a client run that never needs the path skips the import
+
         base = self.snapshot_dir if self.snapshot_dir is not None else user_cache_home()
         key = hashlib.sha256(str(self.vault).encode()).hexdigest()[:16]
         return base / key / "index.snapshot"
