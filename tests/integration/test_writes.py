@@ -227,3 +227,53 @@ def test_a_symlinked_directory_or_planted_fifo_never_takes_a_write_outside(
     assert list(outside.iterdir()) == []
     ok = daemon.result("append_diary", {"text": "still writes", "date": DAY})
     assert ok["path"] == f"diary/{DAY}.md"  # the FIFO journal neither blocked nor broke it
+
+
+def _read_like_wikimem(path: Path) -> list[dict[str, str | None]]:
+    """The wikimem library's documented reading of a day or wiki file, written out here
+    independently of our parser: each ``## heading`` starts an item; a line that is a whole
+    ``<!-- wikimem: k=v | ... -->`` comment is its metadata; the other lines, stripped, are
+    its content; lines before the first heading belong to no item."""
+    items: list[dict[str, str | None]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"^##\s+(.+?)\s*$", line)
+        if heading:
+            items.append({"heading": heading.group(1), "body": "", "owner": None, "source": None})
+            continue
+        if not items:
+            continue
+        meta = re.match(r"^<!--\s*wikimem:\s*(.*?)\s*-->\s*$", line.strip())
+        if meta:
+            fields = dict(p.strip().partition("=")[::2] for p in meta.group(1).split("|"))
+            items[-1]["owner"], items[-1]["source"] = fields.get("owner"), fields.get("source")
+            continue
+        items[-1]["body"] = f"{items[-1]['body']}\n{line}".strip()
+    return items
+
+
+def test_a_vault_written_through_the_daemon_reads_the_same_by_wikimem_rules(
+    vault: Path, daemon: DaemonProc
+) -> None:
+    rpc = daemon.rpc()
+    try:
+        for hhmm, text in (("21:00", "late swim"), ("07:15", "early tea"), ("12:30", "lunch")):
+            params = {"text": text, "date": DAY, "time": hhmm, "owner": "agent", "source": "c1"}
+            rpc.result("append_diary", params)
+        for name, text in (("Ann", "likes tea"), ("Bo", "likes swimming"), ("Ann", "likes coffee")):
+            params = {"file": "friends", "name": name, "text": text, "owner": "agent"}
+            rpc.result("upsert_wiki", params)
+    finally:
+        rpc.close()
+    day = _read_like_wikimem(vault / "diary" / f"{DAY}.md")
+    assert [(d["heading"], d["body"], d["owner"], d["source"]) for d in day] == [
+        ("07:15", "early tea", "agent", "c1"),
+        ("12:30", "lunch", "agent", "c1"),
+        ("21:00", "late swim", "agent", "c1"),
+    ]
+    wiki = _read_like_wikimem(vault / "wiki" / "friends.md")
+    assert [(w["heading"], w["body"], w["owner"]) for w in wiki] == [
+        ("Ann", "likes coffee", "agent"),
+        ("Bo", "likes swimming", "agent"),
+    ]
+    entries = {e["heading"]: e["text"] for e in daemon.result("day", {"date": DAY})["entries"]}
+    assert entries == {"07:15": "early tea", "12:30": "lunch", "21:00": "late swim"}
