@@ -64,7 +64,10 @@ def run_race(
         text = day_file.read_text(encoding="utf-8")
         return Counter(re.findall(r"\b((?:w\d|hand)-\d+) (?:wrote|typed) this", text))
 
-    eventually(lambda: set(counts()) >= expected, "every entry is in the day file")
+    try:
+        eventually(lambda: set(counts()) >= expected, "every entry is in the day file")
+    except AssertionError:
+        raise AssertionError(f"missing: {sorted(expected - set(counts()))}") from None
     eventually(lambda: daemon.result("status")["pending"] == 0, "the daemon is quiet")
     return counts()
 

@@ -230,10 +230,14 @@ def replace(
             # file (which lacks them), then edit them on the next attempt.
             os.close(fd)
             _exchange(tmp, path)
-            back = _read_now(tmp)
+            # Our attempt, displaced in its turn: a writer that opened the note while it was
+            # in place may append to it yet, so it is watched like any displaced file.
+            back_fd = os.open(tmp, _READ)
+            back = _read_fd(back_fd)
             os.unlink(tmp)
+            retire(Retired(back_fd, back, 0.0))
             base = expect = old
-            if back is not None and back != new:
+            if back != new:
                 # A save landed in the microseconds our attempt was in place, built on it.
                 # What it added at the end is kept; any other change of it cannot be merged.
                 if back.startswith(new):
