@@ -12,6 +12,8 @@ up, runs at once:
 - **queries**: one client asking mixed questions (with and without time words) in a loop;
   each latency is recorded, every error or refused connection counted;
 - **edits**: a writer appending a diary entry or rewriting a wiki item every 200 ms;
+- **writes**: an agent calling ``append_diary`` and ``upsert_wiki`` through the daemon
+  every 300 ms (``write ok`` / ``write error``);
 - **abusers**, each in a bounded loop: silent sockets that never send, garbage bytes,
   huge lines (over ``max_request_bytes``), deeply nested JSON, NaN numbers, trickled
   half-lines, and slow readers that request big results and never read them.
@@ -126,6 +128,28 @@ class Soak:
                 note.write_text(f"# Soak\n\n## item\nrevision {n} of the soak note\n", "utf-8")
             self.count("edits")
             time.sleep(0.2)
+
+    def writes(self) -> None:
+        """An agent writing through the daemon: diary entries and a wiki item, every 300 ms."""
+        n = 0
+        while self.live():
+            try:
+                sock = connect(self.sock)
+                reader = sock.makefile("rb")
+                while self.live():
+                    n += 1
+                    if n % 2:
+                        params = {"text": f"agent note {n} about tides", "date": "2026-11-27"}
+                        reply = call(sock, reader, "append_diary", params)
+                    else:
+                        params = {"file": "soak", "name": "agent", "text": f"revision {n}"}
+                        reply = call(sock, reader, "upsert_wiki", params)
+                    self.count("write ok" if "result" in reply else "write error")
+                    time.sleep(0.3)
+                sock.close()
+            except OSError as exc:
+                self.count(f"write connection failed: {type(exc).__name__}")
+                time.sleep(0.05)
 
     def abuse(self, name: str, act: Callable[[], str]) -> None:
         while self.live():
@@ -251,7 +275,11 @@ def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], sock: Path, vau
         f"daemon ready in {wait_ready(proc, sock):.1f}s; soaking {args.minutes:g} min", flush=True
     )
     soak = Soak(sock, vault, time.monotonic() + args.minutes * 60)
-    workers = [threading.Thread(target=soak.queries), threading.Thread(target=soak.edits)]
+    workers = [
+        threading.Thread(target=soak.queries),
+        threading.Thread(target=soak.edits),
+        threading.Thread(target=soak.writes),
+    ]
     for name in ("silent", "garbage", "huge", "nested", "nan", "trickle", "slow_reader"):
         act = getattr(soak, name)
         workers.append(threading.Thread(target=soak.abuse, args=(name, act)))
