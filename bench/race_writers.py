@@ -49,6 +49,10 @@ def hand(path: str, n: int, tag: str, seed: int, mode: str = "mixed") -> None:
         if i % 2 == 0 or mode == "append":
             with open(target, "a", encoding="utf-8") as fh:
                 fh.write(entry)
+                fh.flush()
+                if os.environ.get("WMW_RACE_TRACE"):  # where each hand entry went (debugging)
+                    st = os.fstat(fh.fileno())
+                    print(f"{tag}-{i} ino={st.st_ino} size={st.st_size}", file=sys.stderr)
         else:
             _editor_save(target, entry)
         time.sleep(rng.random() * 0.01)

@@ -199,11 +199,17 @@ def replace(
     them (``WriteConflict`` after ``CONTEND_S`` of contention)."""
     assert snap.raw is not None and snap.st is not None
     base, expect = snap.raw, snap.raw
+    # Bytes other writers appended to one of our own attempts while it was in place: they
+    # are in no file on disk once the attempt is swapped back, so every later attempt
+    # carries them, whatever the note holds by then, until one is written.
+    carried = b""
     mode = stat.S_IMODE(snap.st.st_mode)
     deadline = time.monotonic() + CONTEND_S
     for attempt in range(MAX_ATTEMPTS):
         if attempt and time.monotonic() > deadline:
             break
+        if carried:
+            base = expect + (b"" if expect.endswith((b"\n", b"\r")) else b"\n") + carried
         new_text = edit(base.decode("utf-8"))
         if attempt and new_text.encode("utf-8") != base:
             # Another writer is busy with this file and its bytes lack our edit: let its
@@ -229,26 +235,8 @@ def replace(
             # Someone else's bytes: swap them straight back, so that nobody builds on our
             # file (which lacks them), then edit them on the next attempt.
             os.close(fd)
-            _exchange(tmp, path)
-            # Our attempt, displaced in its turn: a writer that opened the note while it was
-            # in place may append to it yet, so it is watched like any displaced file.
-            back_fd = os.open(tmp, _READ)
-            back = _read_fd(back_fd)
-            os.unlink(tmp)
-            retire(Retired(back_fd, back, 0.0))
+            carried += _swap_back(tmp, path, new, rel, retire)
             base = expect = old
-            if back != new:
-                # A save landed in the microseconds our attempt was in place, built on it.
-                # What it added at the end is kept; any other change of it cannot be merged.
-                if back.startswith(new):
-                    sep = b"" if old.endswith((b"\n", b"\r")) else b"\n"
-                    base = old + sep + back[len(new) :]
-                else:
-                    log.warning(
-                        "%s: a save built on our attempt in the microseconds it was in place "
-                        "changed it other than at the end; that save is superseded",
-                        rel,
-                    )
             continue
         current = _read_now(path)
         if current != expect:
@@ -267,6 +255,30 @@ def replace(
         f"{rel!r} kept changing under other writers for {CONTEND_S:g} s; nothing written over "
         "their bytes — retry"
     )
+
+
+def _swap_back(
+    tmp: Path, path: Path, new: bytes, rel: str, retire: Callable[[Retired], None]
+) -> bytes:
+    """Put the displaced file (now at ``tmp``) back at ``path``; returns what other writers
+    appended to our attempt while it was in place (to carry into the next attempt)."""
+    _exchange(tmp, path)
+    # Our attempt, displaced in its turn: a writer that opened the note while it was in
+    # place may append to it yet, so it is watched like any displaced file.
+    back_fd = os.open(tmp, _READ)
+    back = _read_fd(back_fd)
+    os.unlink(tmp)
+    retire(Retired(back_fd, back, 0.0))
+    if back == new:
+        return b""
+    if back.startswith(new):  # an append landed in the microseconds it was in place
+        return back[len(new) :]
+    log.warning(
+        "%s: a save built on our attempt in the microseconds it was in place changed it "
+        "other than at the end; that save is superseded",
+        rel,
+    )
+    return b""
 
 
 def _swap_in(path: Path, data: bytes, mode: int) -> tuple[Path, int, bytes] | None:
