@@ -39,7 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from wikimem_watch.vectors import files  # noqa: E402
+from wikimem_watch import atomic  # noqa: E402
+from wikimem_watch.vectors import cache, files, peers  # noqa: E402
 from wikimem_watch.vectors.cache import VectorCache  # noqa: E402
 from wikimem_watch.vectors.embedders import HashEmbedder  # noqa: E402
 from wikimem_watch.vectors.policy import MergePolicy, next_step  # noqa: E402
@@ -51,12 +52,15 @@ def key(text: str) -> str:
 
 
 class CountingWrites:
-    """Counts the bytes of every ``atomic_write`` (independently of the cache's own count)."""
+    """Counts the bytes of every ``atomic_write`` of the vector side (independently of the
+    cache's own count), in each module that calls it."""
+
+    USERS = (files, cache, peers)
 
     def __init__(self) -> None:
         self.bytes = 0
         self.files = 0
-        self._real = files.atomic_write
+        self._real = atomic.atomic_write
 
     def __enter__(self) -> CountingWrites:
         def counted(path: Path, data: bytes) -> None:
@@ -64,11 +68,13 @@ class CountingWrites:
             self.files += 1
             self._real(path, data)
 
-        files.atomic_write = counted  # type: ignore[assignment]
+        for module in self.USERS:
+            module.atomic_write = counted  # type: ignore[attr-defined]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        files.atomic_write = self._real  # type: ignore[assignment]
+        for module in self.USERS:
+            module.atomic_write = self._real  # type: ignore[attr-defined]
 
 
 def measure_bytes(rows: int, edits: int, dim: int, seed: int = 0) -> dict[str, float]:

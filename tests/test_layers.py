@@ -14,7 +14,13 @@ import wikimem_watch
 PACKAGE = Path(wikimem_watch.__file__).parent
 # Lower layers first; a module may import its own layer and the ones below it.
 LAYERS = [
-    ("errors", "config", "vaultfile", "core.models"),  # core.models: the records every layer uses
+    (
+        "errors",
+        "config",
+        "vaultfile",
+        "atomic",
+        "core.models",
+    ),  # core.models: the records every layer uses
     ("timeparse", "vectors"),
     ("core",),
     ("retrieval",),

@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import struct
-import tempfile
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
@@ -30,6 +29,7 @@ from typing import BinaryIO
 import numpy as np
 
 from .. import __version__
+from ..atomic import atomic_file
 from ..config import Config
 from .bm25 import Bm25Index
 from .engine import ApplyStats, Engine, FileRecord
@@ -81,43 +81,34 @@ def write_snapshot(engine: Engine, path: Path) -> int:
     Holds ``apply_lock`` only (no applier runs, queries go on): the engine is consistent.
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh, engine.apply_lock:
-            sections: list[dict[str, object]] = []
-            fh.write(MAGIC)
-            for name, blob in _sections(engine):
-                sections.append(
-                    {
-                        "name": name,
-                        "offset": fh.tell(),
-                        "length": len(blob),
-                        "crc": zlib.crc32(blob),
-                    }
-                )
-                fh.write(blob)
-            header = {
-                "settings": settings_of(engine.config, engine),
-                "written_at": time.time(),
-                "counts": {
-                    "files": len(engine.files),
-                    "entries": len(engine.entries),
-                },
-                "chunk_entries": CHUNK_ENTRIES,
-                "sections": sections,
-            }
-            raw = json.dumps(header).encode()
-            fh.write(raw)
-            fh.write(_TRAILER.pack(len(raw)))
-            fh.write(MAGIC)
-            size = fh.tell()
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_file(path) as fh, engine.apply_lock:
+        sections: list[dict[str, object]] = []
+        fh.write(MAGIC)
+        for name, blob in _sections(engine):
+            sections.append(
+                {
+                    "name": name,
+                    "offset": fh.tell(),
+                    "length": len(blob),
+                    "crc": zlib.crc32(blob),
+                }
+            )
+            fh.write(blob)
+        header = {
+            "settings": settings_of(engine.config, engine),
+            "written_at": time.time(),
+            "counts": {
+                "files": len(engine.files),
+                "entries": len(engine.entries),
+            },
+            "chunk_entries": CHUNK_ENTRIES,
+            "sections": sections,
+        }
+        raw = json.dumps(header).encode()
+        fh.write(raw)
+        fh.write(_TRAILER.pack(len(raw)))
+        fh.write(MAGIC)
+        size = fh.tell()
     return size
 
 

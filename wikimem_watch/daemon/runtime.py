@@ -270,7 +270,7 @@ def embedder_state_path(cache_path: Path) -> Path:
 
 def remember_embedder(config: Config) -> None:
     """Record the embedder this daemon uses, for in-process runs on this host (atomic)."""
-    from ..vectors.files import atomic_write
+    from ..atomic import atomic_write
 
     record = {"embed": config.embed, "host": host_tag(), "written_at": round(time.time(), 3)}
     atomic_write(embedder_state_path(config.cache_path), json.dumps(record).encode() + b"\n")

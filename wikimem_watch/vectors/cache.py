@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wikimem_watch.atomic import atomic_write
 from wikimem_watch.vectors.embedders import EmbedError
 from wikimem_watch.vectors.files import (
     BASE_NPY,
@@ -34,7 +35,6 @@ from wikimem_watch.vectors.files import (
     OURS,
     SEG_KEYS,
     Span,
-    atomic_write,
     manifest_target,
     npy_bytes,
     npy_of,

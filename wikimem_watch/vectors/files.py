@@ -23,13 +23,13 @@ import contextlib
 import hashlib
 import io
 import json
-import os
 import re
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from wikimem_watch.atomic import atomic_write
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,27 +48,6 @@ SEG_NPY = re.compile(r"seg-[0-9a-f]{16}\.npy")
 MANIFEST_NPY = re.compile(r"vectors-\d{6}\.npy|seg-[0-9a-f]{16}\.npy")
 OURS = re.compile(r"vectors-\d{6}\.npy|seg-[0-9a-f]{16}\.(npy|keys\.jsonl)|\..+\.tmp")
 Span = tuple[str, int, int]  # (content hash, first row, row count): a hash's chunks
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same dir, fsync, ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # directory fsync is best effort (not on every FS)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 def packed(counts: Iterable[tuple[str, int]]) -> list[Span]:

@@ -27,7 +27,7 @@ import socket
 import time
 from pathlib import Path
 
-from wikimem_watch.vectors.files import atomic_write
+from wikimem_watch.atomic import atomic_write
 
 __all__ = ["ACTIVE_S", "ALIVE_S", "DEFAULT_GRACE_S", "Peers"]
 
