@@ -92,8 +92,6 @@ class VaultWriter:
         self._guard = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.reapplied = 0
-        self.rescued = 0
 
     # ------------------------------------------------------------------- methods
 
@@ -357,7 +355,6 @@ class VaultWriter:
                     rel,
                     REAPPLY_WINDOW_S - (r.until - time.monotonic()),
                 )
-                self.reapplied += 1
                 try:
                     self._perform(r.op, r.redone + 1)
                 except (BadRequest, NotFound, writes.WriteConflict, OSError) as exc:
@@ -383,7 +380,6 @@ class VaultWriter:
                 log.warning("%s: could not hand over late bytes: %s", rel, exc)
                 tail = b""
             if tail:
-                self.rescued += 1
                 log.warning(
                     "%s: %d bytes appended to the replaced file were moved over", rel, len(tail)
                 )

@@ -403,8 +403,3 @@ def _exchange(a: Path, b: Path) -> None:
         return
     err = ctypes.get_errno()
     raise OSError(err, os.strerror(err), str(b))
-
-
-def exchange_supported() -> bool:
-    """True when replaces use the atomic exchange (Linux renameat2)."""
-    return _EXCHANGE is not None

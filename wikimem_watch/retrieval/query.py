@@ -124,6 +124,7 @@ def _ranked(
 ) -> tuple[list[dict[str, object]], bool]:
     """Fused ranking; under a window, its diary entries first, then the rest (marked)."""
     slots, own = engine.index.score(terms)
+    scored = (slots, own)  # every match, before the filters: what link context is chosen by
     day, is_wiki, epoch = engine.slot_arrays()
     weights = _weights(engine, req)
     prior = with_previous(slots, own, engine.previous_slots(), weights.previous)
@@ -170,7 +171,7 @@ def _ranked(
     costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
     hits = hits[: budget_cut(costs, req.budget_tokens)]
     if req.expand_links:
-        _expand(engine, req, hits, terms)
+        _expand(engine, req, hits, terms, scored)
     return hits, embedding_used
 
 
@@ -285,7 +286,11 @@ def _hit(
 
 
 def _expand(
-    engine: Engine, req: QueryRequest, hits: list[dict[str, object]], terms: list[str]
+    engine: Engine,
+    req: QueryRequest,
+    hits: list[dict[str, object]],
+    terms: list[str],
+    scored: tuple[I64, F64],
 ) -> None:
     """Attach to each hit, as ``linked``, the entries its links point at (one hop).
 
@@ -303,7 +308,7 @@ def _expand(
             targets = [t for t in engine.resolve(link) if passes(req, t)]
             if not targets:
                 continue
-            best = targets[0] if link.heading else _best_for(engine, targets, terms)
+            best = targets[0] if link.heading else _best_for(engine, targets, scored)
             cost = estimate_tokens(f"{best.heading}\n{best.text}")
             if best.id in seen or (budget is not None and used + cost > budget):
                 continue
@@ -319,18 +324,16 @@ def _expand(
             hit["linked"] = linked
 
 
-def _best_for(engine: Engine, targets: list[Entry], terms: list[str]) -> Entry:
-    """Of a linked note's entries, the one BM25 scores best for the query (first on a tie)."""
-    slots = {engine.index.slot(e.id): e for e in targets}
-    found, raw = engine.index.score(terms)
+def _best_for(engine: Engine, targets: list[Entry], scored: tuple[I64, F64]) -> Entry:
+    """Of a linked note's entries, the one BM25 scored best for the query (the first when
+    none matches); ``scored`` is the query's (slots, scores), slots ascending."""
+    slots, raw = scored
     best, best_score = targets[0], 0.0
-    for slot, score in zip(found.tolist(), raw.tolist(), strict=True):
-        entry = slots.get(slot)
-        if entry is not None and score > best_score:
-            best, best_score = entry, score
+    for entry in targets:
+        slot = engine.index.slot(entry.id)
+        if slot is None or not slots.size:
+            continue
+        at = int(np.searchsorted(slots, slot))
+        if at < slots.size and slots[at] == slot and raw[at] > best_score:
+            best, best_score = entry, float(raw[at])
     return best
-
-
-def _budget(entries: list[Entry], budget_tokens: int | None) -> list[Entry]:
-    costs = [estimate_tokens(f"{e.heading}\n{e.text}") for e in entries]
-    return entries[: budget_cut(costs, budget_tokens)]

@@ -44,7 +44,6 @@ BLOCK_ROWS = 256
 ORPHAN_GRACE_S = 3600.0  # a synced-in half segment may wait this long for its other half
 BASE_NPY = re.compile(r"vectors-(\d{6})\.npy")
 SEG_KEYS = re.compile(r"seg-[0-9a-f]{16}\.keys\.jsonl")
-SEG_NPY = re.compile(r"seg-[0-9a-f]{16}\.npy")
 MANIFEST_NPY = re.compile(r"vectors-\d{6}\.npy|seg-[0-9a-f]{16}\.npy")
 OURS = re.compile(r"vectors-\d{6}\.npy|seg-[0-9a-f]{16}\.(npy|keys\.jsonl)|\..+\.tmp")
 Span = tuple[str, int, int]  # (content hash, first row, row count): a hash's chunks

@@ -67,7 +67,7 @@ def next_step(
     if not groups:
         return None
     ordered = sorted(groups, key=lambda g: (-g[1], g[0]))
-    base_name, base_rows = ordered[0]
+    _, base_rows = ordered[0]
     segments = ordered[1:]
     segment_rows = sum(rows for _, rows in segments)
     if dead_rows > policy.max_dead_fraction * base_rows or (
