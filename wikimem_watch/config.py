@@ -43,6 +43,7 @@ VAULT_SETTABLE = frozenset(
         "stop_words",
         "stem",
         "heading_weight",
+        "question_context",
         "jieba",
         "weight_bm25",
         "weight_vector",
@@ -73,6 +74,7 @@ class Config:
     stop_words: bool = True
     stem: bool = True
     heading_weight: int = 3  # ADR-0009
+    question_context: bool = True  # ADR-0009: diary entries also read the question before them
     jieba: bool = False
     weight_bm25: float = 1.0
     weight_vector: float = 1.5  # ADR-0008

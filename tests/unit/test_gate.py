@@ -273,3 +273,23 @@ def test_the_window_count_from_day_totals_equals_counting_entries(tmp_path: Path
             assert count_window(engine, req, gate) == len(window_entries(engine, req, gate))
     whole = Gate(date(2026, 11, 1), date(2026, 11, 30), "explicit", limit_day=date(2026, 11, 14))
     assert count_window(engine, QueryRequest.from_dict({"q": "x"}), whole) == 5
+
+
+def test_a_question_is_answered_by_the_entry_after_it(tmp_path: Path) -> None:
+    files = {
+        "diary/2026-11-02.md": "## 20:00\n用户: 最近在学做饭。\n\nAI: 真好！你喜欢哪种菜系呢？\n\n"
+        "## 20:01\n用户: 川菜和粤菜，尤其是水煮鱼。\n\nAI: 都很好吃。\n",
+        "diary/2026-11-03.md": "## 20:00\nI went out to dinner. Which film should we see after?\n\n"
+        "## 20:01\nThe one about the lighthouse keeper, at nine.\n",
+    }
+    engine = engine_for(tmp_path, files)
+    now = "2026-11-25T12:00:00"
+    assert hits(ask(engine, q="我喜欢哪些菜系？", now=now))[0]["id"] == "diary/2026-11-02.md#20:01"
+    assert hits(ask(engine, q="which film did we see", now=now))[0]["id"] == (
+        "diary/2026-11-03.md#20:01"
+    )
+    # A keyword search still finds the entry that says the word.
+    assert "diary/2026-11-02.md#20:00" in {h["id"] for h in hits(ask(engine, q="菜系", now=now))}
+    plain = Engine(load_config(tmp_path, {"question_context": False}))
+    plain.scan()
+    assert hits(ask(plain, q="我喜欢哪些菜系？", now=now))[0]["id"] == "diary/2026-11-02.md#20:00"

@@ -209,7 +209,14 @@ def test_the_mangling_helper_keeps_an_untouched_snapshot_valid(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(
-    "flags", [{"stem": False}, {"stop_words": False}, {"heading_weight": 5}, {"exclude": "n*"}]
+    "flags",
+    [
+        {"stem": False},
+        {"stop_words": False},
+        {"heading_weight": 5},
+        {"question_context": False},
+        {"exclude": "n*"},
+    ],
 )
 def test_a_snapshot_made_under_other_index_settings_is_foreign(
     tmp_path: Path, flags: dict[str, object]

@@ -27,7 +27,7 @@ from ..config import Config
 from ..vectors.service import VectorService
 from ..vectors.texts import embedding_texts
 from .bm25 import Bm25Index
-from .facts import entry_digest, entry_epoch_days, indexed_text, make_tokenizer
+from .facts import asked_before, entry_digest, entry_epoch_days, indexed_text, make_tokenizer
 from .models import Entry
 from .parse import parse_note, text_hash
 from .reads import EngineReads
@@ -239,11 +239,18 @@ class Engine(EngineReads):
             rel,
             record=FileRecord(digest, ids, warnings, note.target, stat),
             entries=parsed.entries,
-            tokens=[
-                self.tokenizer(indexed_text(e, self.config.heading_weight)) for e in parsed.entries
-            ],
+            tokens=self._tokens(parsed.entries),
             embedded=embedding_texts(parsed.entries) if self.tracks_vectors else [],
         )
+
+    def _tokens(self, entries: tuple[Entry, ...]) -> list[list[str]]:
+        """The index terms of one file's entries (ADR-0009: headings as a field, and a diary
+        entry read with the question the entry before it ended with)."""
+        weight = self.config.heading_weight
+        asked = asked_before(entries) if self.config.question_context else [""] * len(entries)
+        return [
+            self.tokenizer(indexed_text(e, weight, q)) for e, q in zip(entries, asked, strict=True)
+        ]
 
     def _stat(self, rel: str) -> tuple[int, int, bool] | None:
         """(mtime_ns, size, racy) of a note, through symlinks; None when it cannot be had."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
+from collections.abc import Sequence
 from datetime import date, datetime
 
 from ..config import Config
@@ -37,19 +39,66 @@ def make_tokenizer(config: Config) -> Tokenizer:
     )
 
 
-def indexed_text(entry: Entry, heading_weight: int) -> str:
-    """What BM25 indexes for an entry: its text and tags, and for an item whose heading is a
-    name (not a diary time) the heading ``heading_weight`` times and the note's title once.
+def indexed_text(entry: Entry, heading_weight: int, asked: str = "") -> str:
+    """What BM25 indexes for an entry: its text and tags, the question ``asked`` at the end of
+    the entry before it (see ``asked_before``), and for an item whose heading is a name (not
+    a diary time) the heading ``heading_weight`` times and the note's title once.
 
     Repeating a field is BM25F with integer field weights: a term in the heading counts as
     that many occurrences, and the document length grows to match (ADR-0009).
     """
     parts = [entry.text, " ".join(entry.tags)]
+    if asked:
+        parts.append(asked)
     if entry.kind == "wiki" or entry.time is None:
         parts[:0] = [entry.heading] * heading_weight
         if entry.title and entry.title != entry.heading:
             parts.insert(0, entry.title)
     return "\n".join(parts)
+
+
+# A sentence: up to and including its end mark(s). Closing quotes and brackets after a
+# question mark still end a question ("…叫什么？」").
+_SENTENCE = re.compile(r"[^。！？!?.\n]+(?:[。！？!?.]+[\"'”’）)」』]*)?")
+_ASKS = ("?", "？")
+_CLOSERS = "\"'”’）)」』"
+_TAIL_CHARS = 600  # a question is the end of an entry, not its whole length
+
+
+def trailing_question(text: str) -> str:
+    """The question an entry ends with: its last sentences, while they end in "?" or "？".
+
+    "…I love it. What films do you like?" → "What films do you like?"; "" when the entry
+    ends with a statement. Reads at most the last 600 characters.
+    """
+    asked: list[str] = []
+    for sentence in reversed(_SENTENCE.findall(text[-_TAIL_CHARS:])):
+        sentence = sentence.strip()
+        if not sentence:
+            continue
+        if not sentence.rstrip(_CLOSERS).endswith(_ASKS):
+            break
+        asked.append(sentence)
+    return " ".join(reversed(asked))
+
+
+def asked_before(entries: Sequence[Entry]) -> list[str]:
+    """For each entry of one file, the question the diary entry before it ended with.
+
+    In a log of a conversation the answer follows the question, and a question's words
+    describe its answer: "你喜欢哪种菜系呢？" is answered by the next entry, which may never say
+    菜系. So a diary entry is also indexed under the question its predecessor in the same
+    file ended with (ADR-0009). Entries are taken in day order (time, then line), as the
+    engine links them; wiki items get nothing.
+    """
+    asked = [""] * len(entries)
+    order = sorted(
+        (i for i, e in enumerate(entries) if e.kind == "diary"),
+        key=lambda i: (entries[i].time or "", entries[i].line),
+    )
+    for before, after in zip(order, order[1:], strict=False):
+        asked[after] = trailing_question(entries[before].text)
+    return asked
 
 
 def entry_digest(entry: Entry) -> int:

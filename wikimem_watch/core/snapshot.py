@@ -66,6 +66,7 @@ def settings_of(config: Config, engine: Engine) -> dict[str, object]:
         "stem": config.stem,
         "jieba": engine.tokenizer.segmenter is not None,
         "heading_weight": config.heading_weight,
+        "question_context": config.question_context,
         "include": list(config.include or ("*",)),
         "exclude": list(config.exclude),
         "follow_external_symlinks": config.follow_external_symlinks,
