@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,19 @@ def test_bad_requests_get_clear_statuses(web: Http) -> None:
         + b'"}}'
     )
     assert web.request("POST", "/rpc", big)[0] == 413
+
+
+def test_a_client_still_sending_a_refused_body_reads_the_413(web: Http) -> None:
+    body = b"x" * (12 * 1024 * 1024)
+    head = (
+        f"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\n"
+        f"Authorization: Bearer {web.token}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection((web.host, web.port), timeout=10) as sock:
+        sock.sendall(head + body)  # a server that closes without reading resets this
+        reply = sock.makefile("rb").read()
+    assert reply.startswith(b"HTTP/1.0 413") or reply.startswith(b"HTTP/1.1 413")
 
 
 def test_the_daemon_still_serves_its_socket_beside_http(

@@ -23,6 +23,7 @@ import logging
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 SSE_KEEPALIVE_S = 15.0  # a comment line this often finds a client that went away
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # GET /v1/query parameters that are lists (comma-separated in the URL).
+_DISCARD_S = 2.0  # how long a refused body is read and dropped
 _LIST_PARAMS = frozenset({"kinds", "paths", "tags"})
 
 
@@ -303,8 +305,24 @@ class _Handler(BaseHTTPRequestHandler):
                 413, f"body of {length} bytes; at most {self.endpoint.max_body_bytes}"
             )
             self.close_connection = True
+            self._discard(int(length))
             return None
         return self.rfile.read(int(length))
+
+    def _discard(self, length: int) -> None:
+        """Read and drop a refused body (at most 16× the limit, for at most 2 s), so a client
+        still sending it reads the 413 instead of a broken pipe ("lingering close")."""
+        budget = min(length, 16 * self.endpoint.max_body_bytes)
+        deadline = time.monotonic() + _DISCARD_S
+        try:
+            while budget > 0 and time.monotonic() < deadline:
+                self.connection.settimeout(max(0.01, deadline - time.monotonic()))
+                chunk = self.rfile.read1(min(budget, 65536))
+                if not chunk:
+                    break
+                budget -= len(chunk)
+        except OSError:
+            pass  # the client gave up or went quiet: nothing more to wait for
 
     # ------------------------------------------------------------------ replies
 
