@@ -60,10 +60,8 @@ def _best_time(text: str, repeats: int) -> float:
     return best
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_parse_time_grows_linearly(family: str) -> None:
-    small, big = FAMILIES[family](BASE_UNITS), FAMILIES[family](4 * BASE_UNITS)
-    parse_note("wiki/fuzz.md", small)  # warm caches
+def _growth(small: str, big: str) -> float:
+    """CPU time of the 4× input over the 1× input, the least of interleaved runs."""
     gc.disable()
     try:
         t_small = t_big = float("inf")
@@ -72,7 +70,20 @@ def test_parse_time_grows_linearly(family: str) -> None:
             t_big = min(t_big, _best_time(big, 1))
     finally:
         gc.enable()
-    ratio = t_big / max(t_small, 1e-6)
+    return t_big / max(t_small, 1e-6)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_parse_time_grows_linearly(family: str) -> None:
+    small, big = FAMILIES[family](BASE_UNITS), FAMILIES[family](4 * BASE_UNITS)
+    parse_note("wiki/fuzz.md", small)  # warm caches
+    # Linear growth is 4×, quadratic 16×. A busy machine can inflate one measurement (a
+    # cache-thrashing neighbour slows this thread's CPU too), never all three.
+    ratio = _growth(small, big)
+    for _ in range(2):
+        if ratio <= 6.0:
+            break
+        ratio = min(ratio, _growth(small, big))
     assert ratio <= 6.0, f"{family}: 4x input took {ratio:.1f}x the time"
 
 
