@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,39 @@ def test_a_client_still_sending_a_refused_body_reads_the_413(web: Http) -> None:
         sock.sendall(head + body)  # a server that closes without reading resets this
         reply = sock.makefile("rb").read()
     assert reply.startswith(b"HTTP/1.0 413") or reply.startswith(b"HTTP/1.1 413")
+
+
+def _raw(web: Http, request_line: bytes) -> tuple[bytes, Any]:
+    head = (
+        request_line
+        + (
+            f"\r\nHost: 127.0.0.1:{web.port}\r\nAuthorization: Bearer {web.token}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode()
+    )
+    with socket.create_connection((web.host, web.port), timeout=10) as sock:
+        sock.sendall(head)
+        reply = sock.makefile("rb").read()
+    status_line, _, rest = reply.partition(b"\r\n")
+    body = rest.partition(b"\r\n\r\n")[2]
+    return status_line, json.loads(body)
+
+
+def test_an_unescaped_utf8_query_is_read_as_utf8(web: Http, vault: Path) -> None:
+    (vault / "diary" / "2026-07-21.md").write_text("## 09:00\n在港口吃了火锅。\n", "utf-8")
+    deadline = time.monotonic() + 10
+    while not web.request("GET", "/v1/query?q=%E7%81%AB%E9%94%85")[1]["hits"]:
+        assert time.monotonic() < deadline, "the new entry never became searchable"
+        time.sleep(0.05)
+    status, body = _raw(web, "GET /v1/query?q=火锅 HTTP/1.1".encode())
+    assert b" 200 " in status
+    assert [h["id"] for h in body["hits"]] == ["diary/2026-07-21.md#09:00"]
+
+
+def test_a_malformed_request_line_gets_a_json_error_not_html(web: Http) -> None:
+    status, body = _raw(web, b"GET /v1/query?q=two words HTTP/1.1")
+    assert b" 400 " in status
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
 
 
 def test_the_daemon_still_serves_its_socket_beside_http(

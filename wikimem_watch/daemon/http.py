@@ -21,6 +21,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import secrets
 import threading
 import time
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 SSE_KEEPALIVE_S = 15.0  # a comment line this often finds a client that went away
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # GET /v1/query parameters that are lists (comma-separated in the URL).
+_NON_ASCII = re.compile(rb"[\x80-\xff]")
 _DISCARD_S = 2.0  # how long a refused body is read and dropped
 _LIST_PARAMS = frozenset({"kinds", "paths", "tags"})
 
@@ -173,6 +175,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("http %s", format % args)
+
+    def parse_request(self) -> bool:
+        """Percent-escape raw non-ASCII bytes in the request line first: ``curl '…?q=火锅'``
+        sends UTF-8 unescaped, and the standard library would split the line at bytes that
+        read as Latin-1 whitespace (0x85, 0xA0). ``parse_qs`` decodes the escapes as UTF-8."""
+        line: bytes = getattr(self, "raw_requestline", b"")  # set by handle_one_request
+        escaped = _NON_ASCII.sub(lambda m: b"%%%02X" % m[0][0], line.rstrip(b"\r\n"))
+        self.raw_requestline = escaped + b"\r\n"
+        return super().parse_request()
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own refusals (a malformed request line, an unsupported
+        method) in the same JSON error body as ours, not an HTML page."""
+        self.close_connection = True
+        try:
+            self._send_error_body(code, message or explain or self.responses.get(code, ("",))[0])
+        except OSError:
+            pass  # the client is gone; the connection closes anyway
 
     # ------------------------------------------------------------------ routing
 
@@ -347,7 +367,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         if status == 401:
             self.send_header("WWW-Authenticate", 'Bearer realm="wikimem-watch"')
-        origin = self.headers.get("Origin")
+        # ``headers`` is unset when the request line itself was refused (``send_error``).
+        origin = self.headers.get("Origin") if hasattr(self, "headers") else None
         if origin and origin in self.endpoint.cors_origins:
             self.send_header("Access-Control-Allow-Origin", origin)
             self.send_header("Vary", "Origin")
