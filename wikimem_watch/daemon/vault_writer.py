@@ -20,28 +20,25 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date as _date
 from datetime import datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..core import edit
 from ..core.parse import parse_note, text_hash
 from ..errors import BadRequest, NotFound
 from . import writes
 from .journal import Journal
+from .stamps import check_ts, when
 
 log = logging.getLogger(__name__)
 
 REAPPLY_WINDOW_S = 5.0
 MAX_REAPPLY = 3
 SWEEP_S = 0.05
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 @dataclass(slots=True)
@@ -133,7 +130,7 @@ class VaultWriter:
         """Replace item ``name``'s section of ``wiki/<file>.md``, or add it."""
         slug, item, body = edit.check_file(file), edit.check_name(name), edit.check_body(text)
         stamp = (
-            _check_ts(ts)
+            check_ts(ts)
             if ts is not None
             else datetime.now().astimezone().isoformat(timespec="seconds")
         )
@@ -403,48 +400,3 @@ def _ref(rel: str, text: str, line: int, heading: str) -> dict[str, object]:
         (e.id for e in parse_note(rel, text).entries if e.line == line), f"{rel}#{heading}"
     )
     return {"id": entry_id, "path": rel, "heading": heading, "line": line}
-
-
-def _check_ts(ts: object) -> str:
-    if not isinstance(ts, str):
-        raise BadRequest(f'"ts" must be an ISO-8601 string, got {ts!r}')
-    try:
-        datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        raise BadRequest(
-            f'"ts" must be ISO-8601 like 2026-07-21T06:30:00+08:00, got {ts!r}'
-        ) from None
-    return ts
-
-
-def when(
-    ts: str | None, date: str | None, time_: str | None, tz: str | None
-) -> tuple[str, str, str]:
-    """(ts, date, HH:MM) of a diary entry: given ones win; the rest from ``ts`` (or now) in
-    ``tz`` (an IANA name; default the system's local zone)."""
-    zone = None
-    if tz is not None:
-        try:
-            zone = ZoneInfo(tz)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise BadRequest(
-                f'"tz" must be an IANA time zone like "Asia/Shanghai", got {tz!r}'
-            ) from None
-    if ts is not None:
-        instant = datetime.fromisoformat(_check_ts(ts).replace("Z", "+00:00"))
-        if instant.tzinfo is None:
-            instant = instant.replace(tzinfo=zone) if zone else instant.astimezone()
-    else:
-        instant = datetime.now(zone).astimezone(zone)
-        ts = instant.isoformat(timespec="seconds")
-    local = instant.astimezone(zone)
-    if date is not None:
-        if not _DATE.match(date):
-            raise BadRequest(f'"date" must be YYYY-MM-DD, got {date!r}')
-        try:
-            _date.fromisoformat(date)
-        except ValueError:
-            raise BadRequest(f'"date" {date!r} is not a calendar day') from None
-    day = date if date is not None else local.strftime("%Y-%m-%d")
-    hhmm = edit.check_time(time_) if time_ is not None else local.strftime("%H:%M")
-    return ts, day, hhmm

@@ -1,0 +1,65 @@
+"""When a diary entry written through the daemon happened: its ``ts``, day and ``HH:MM``.
+
+Callers may give any of the three (and a time zone); what they leave out comes from ``ts``
+or from now. Bad input is a ``BadRequest`` naming the value and the expected shape, raised
+before anything is written (ADR-0016).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date as _date
+from datetime import datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ..core import edit
+from ..errors import BadRequest
+
+__all__ = ["check_ts", "when"]
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def check_ts(ts: object) -> str:
+    if not isinstance(ts, str):
+        raise BadRequest(f'"ts" must be an ISO-8601 string, got {ts!r}')
+    try:
+        datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequest(
+            f'"ts" must be ISO-8601 like 2026-07-21T06:30:00+08:00, got {ts!r}'
+        ) from None
+    return ts
+
+
+def when(
+    ts: str | None, date: str | None, time_: str | None, tz: str | None
+) -> tuple[str, str, str]:
+    """(ts, date, HH:MM) of a diary entry: given ones win; the rest from ``ts`` (or now) in
+    ``tz`` (an IANA name; default the system's local zone)."""
+    zone = None
+    if tz is not None:
+        try:
+            zone = ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise BadRequest(
+                f'"tz" must be an IANA time zone like "Asia/Shanghai", got {tz!r}'
+            ) from None
+    if ts is not None:
+        instant = datetime.fromisoformat(check_ts(ts).replace("Z", "+00:00"))
+        if instant.tzinfo is None:
+            instant = instant.replace(tzinfo=zone) if zone else instant.astimezone()
+    else:
+        instant = datetime.now(zone).astimezone(zone)
+        ts = instant.isoformat(timespec="seconds")
+    local = instant.astimezone(zone)
+    if date is not None:
+        if not _DATE.match(date):
+            raise BadRequest(f'"date" must be YYYY-MM-DD, got {date!r}')
+        try:
+            _date.fromisoformat(date)
+        except ValueError:
+            raise BadRequest(f'"date" {date!r} is not a calendar day') from None
+    day = date if date is not None else local.strftime("%Y-%m-%d")
+    hhmm = edit.check_time(time_) if time_ is not None else local.strftime("%H:%M")
+    return ts, day, hhmm
