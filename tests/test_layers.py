@@ -16,6 +16,8 @@ PACKAGE = Path(wikimem_watch.__file__).parent
 LAYERS = [
     (
         "errors",
+        "record",
+        "settings",
         "config",
         "vaultfile",
         "atomic",

@@ -1,63 +1,41 @@
-"""Configuration, resolved in one place, with a trust boundary between the user and the vault.
+"""The ``Config`` record: everything the engine and the daemon read, built by
+:func:`load_config` from the values :mod:`wikimem_watch.settings` resolves (the sources,
+their order and the trust boundary between the user and the vault are described there).
 
-Sources, the last wins: defaults; the **user's** file ``$XDG_CONFIG_HOME/wikimem-watch/
-config.toml`` (``~/.config/...``); the **vault's** file ``<cache>/config.toml``;
-``WIKIMEM_WATCH_<FIELD>`` environment variables (and ``WIKIMEM_SOCK``); command-line flags.
-
-The vault may be synced from another machine or person (ADR-0010), so its file is
-*untrusted*: it may tune ranking and choose which of its notes to index (``VAULT_SETTABLE``),
-and it may pick an embedding endpoint only from those the user allowed (the user's
-``embed_url`` and ``[endpoints.NAME]`` tables), by name or URL through ``embed_endpoint``.
-Anything else it tries (a URL, an API-key variable, a cache or socket path, a socket limit)
-is ignored with a warning that ``status`` shows; a vault file that is unreadable, not a
-regular file, a symlink, oversized or malformed is ignored with a warning too. Nothing in
-the vault can stop the daemon from starting. The user's sources are trusted: a bad value
-there is a :class:`ConfigError` naming it.
+A command that only talks to a running daemon never imports this module: it needs the
+daemon's location alone (``settings.locate``), and importing ``dataclasses`` and building
+this 38-field class would cost it more than the rest of its start (ADR-0012).
 """
 
 from __future__ import annotations
 
-import math
 import os
-import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError
-from .vaultfile import read_vault_file
-
-CACHE_DIRNAME = ".wikimem"
-USER_CONFIG = Path("wikimem-watch") / "config.toml"
-DEFAULT_API_KEY_ENV = "WIKIMEM_WATCH_EMBED_API_KEY"
-EMBED_KINDS = ("none", "local", "http", "hash")
-# What a file inside the vault may set: ranking, note selection, and choices that keep data
-# on this machine. ``embed = "http"`` and ``embed_endpoint`` are checked against the
-# endpoints the user allowed (see ``_vault_embed``).
-VAULT_SETTABLE = frozenset(
-    {
-        "include",
-        "exclude",
-        "k1",
-        "b",
-        "stop_words",
-        "stem",
-        "heading_weight",
-        "question_context",
-        "jieba",
-        "weight_bm25",
-        "weight_vector",
-        "weight_recency",
-        "weight_previous",
-        "half_life_days",
-        "debounce_ms",
-        "poll",
-        "embed",
-        "embed_endpoint",
-        "embed_batch",
-        "embed_peer_grace_s",
-    }
+from .settings import (
+    CACHE_DIRNAME,
+    DEFAULT_API_KEY_ENV,
+    EMBED_KINDS,
+    VAULT_SETTABLE,
+    cache_dir_problem,
+    resolve_settings,
+    settable_fields,
+    user_config_path,
 )
+
+__all__ = [
+    "CACHE_DIRNAME",
+    "EMBED_KINDS",
+    "VAULT_SETTABLE",
+    "Config",
+    "cache_dir_problem",
+    "load_config",
+    "settable_fields",
+    "user_cache_home",
+    "user_config_path",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,221 +110,6 @@ def user_cache_home() -> Path:
     return base / "wikimem-watch"
 
 
-def cache_dir_problem(config: Config) -> str | None:
-    """Why the cache dir must not be used, before touching it; ``None`` when it may be.
-
-    The default ``<vault>/.wikimem`` comes with the vault, maybe synced in from elsewhere:
-    if it is a symlink, or resolves outside the vault, writing caches, a socket or a chmod
-    there would write wherever it points. Only an explicit ``cache_dir`` may lie elsewhere
-    (ADR-0011).
-    """
-    if config.cache_dir is not None:
-        return None
-    path = config.cache_path
-    if not _within(config.vault, path):
-        return (
-            f"{str(path)!r} leads to {os.path.realpath(path)!r}, outside the vault: no cache "
-            "or config.toml is read or written there (give --cache-dir to use a directory "
-            "outside the vault)"
-        )
-    if path.is_symlink():
-        return f"{str(path)!r} is a symlink inside the vault (not followed)"
-    return None
-
-
-def _within(root: Path, path: Path) -> bool:
-    """True when ``path`` resolves (symlinks followed) to ``root`` or below it."""
-    real_root, real = os.path.realpath(root), os.path.realpath(path)
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """An embedding endpoint the user allowed (``[endpoints.NAME]`` in the user's file)."""
-
-    name: str
-    url: str
-    model: str | None
-    api_key_env: str
-
-
-_TUPLE_FIELDS = {"include", "exclude", "http_cors_origins"}
-_PATH_FIELDS = {"cache_dir", "socket", "snapshot_dir"}
-_NOT_SETTINGS = {"vault", "warnings", "embed_remembered"}
-# (low, high, low is exclusive) for every number: finite, and in a range that keeps the
-# daemon responsive (a vault must not set a debounce of a day).
-_RANGES: dict[str, tuple[float, float, bool]] = {
-    "k1": (0.0, 100.0, False),
-    "b": (0.0, 1.0, False),
-    "weight_bm25": (0.0, 1e6, True),
-    "weight_vector": (0.0, 1e6, False),
-    "weight_recency": (0.0, 1e6, False),
-    "weight_previous": (0.0, 1e6, False),
-    "heading_weight": (1, 20, False),
-    "half_life_days": (0.0, 365_000.0, True),
-    "debounce_ms": (0, 10_000, False),
-    "embed_batch": (1, 4096, False),
-    "embed_peer_grace_s": (0.0, 60.0, False),
-    "max_request_bytes": (1024, 1 << 30, False),
-    "max_buffered_bytes": (1024, 1 << 34, False),
-    "max_connections": (1, 65_536, False),
-    "idle_timeout_s": (0.0, 86_400.0, False),
-}
-
-
-def settable_fields() -> frozenset[str]:
-    return frozenset(f.name for f in fields(Config)) - _NOT_SETTINGS
-
-
-def user_config_path() -> Path:
-    """``$XDG_CONFIG_HOME/wikimem-watch/config.toml``, else ``~/.config/...``."""
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
-    return base / USER_CONFIG
-
-
-def _coerce(name: str, value: object) -> object:
-    """Turn a TOML/env/flag value into the field's type; ValueError names what is wrong."""
-    kind = str({f.name: f.type for f in fields(Config)}[name])
-    try:
-        if name in _TUPLE_FIELDS:
-            if isinstance(value, str):
-                return tuple(v.strip() for v in value.split(",") if v.strip())
-            if isinstance(value, list | tuple):
-                return tuple(str(v) for v in value)
-            raise TypeError
-        if name in _PATH_FIELDS:
-            return None if value in (None, "") else Path(str(value)).expanduser()
-        if kind == "bool":
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in ("1", "true", "yes", "on"):
-                return True
-            if text in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        out: object
-        if kind == "int":
-            out = int(str(value))
-        elif kind == "float":
-            out = float(str(value))
-        elif kind == "str":
-            out = str(value)
-        else:  # "str | None"
-            out = None if value in (None, "") else str(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} is not a valid {kind}") from None
-    _check_range(name, out)
-    return out
-
-
-def _check_range(name: str, value: object) -> None:
-    if name == "embed" and value not in EMBED_KINDS:
-        raise ValueError(f"embed={value!r}: expected one of {', '.join(EMBED_KINDS)}")
-    bounds = _RANGES.get(name)
-    if bounds is None or not isinstance(value, int | float):
-        return
-    lo, hi, lo_open = bounds
-    if not math.isfinite(value) or value < lo or (lo_open and value == lo) or value > hi:
-        low = "(" if lo_open else "["
-        extra = ": BM25 is never switched off" if name == "weight_bm25" else ""
-        raise ValueError(f"{name}={value!r} must be a finite number in {low}{lo:g}, {hi:g}]{extra}")
-
-
-def _read_user_file(path: Path) -> tuple[dict[str, object], dict[str, Endpoint]]:
-    """The user's settings and allowed endpoints; a problem is the user's ConfigError."""
-    if not path.is_file():
-        return {}, {}
-    import tomllib  # only when there is a file: a client run without one skips the import
-
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    endpoints = _endpoints(path, data.pop("endpoints", {}))
-    values: dict[str, object] = {}
-    for key, value in data.items():
-        if key not in settable_fields():
-            raise ConfigError(f"{path}: unknown setting {key!r}")
-        try:
-            values[key] = _coerce(key, value)
-        except ValueError as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-    return values, endpoints
-
-
-def _endpoints(path: Path, table: object) -> dict[str, Endpoint]:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [endpoints] must be a table of [endpoints.NAME] tables")
-    out: dict[str, Endpoint] = {}
-    for name, entry in table.items():
-        url = entry.get("url") if isinstance(entry, dict) else None
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f'{path}: [endpoints.{name}] needs url = "http(s)://...", got {url!r}'
-            )
-        model = entry.get("model")
-        key_env = entry.get("api_key_env", DEFAULT_API_KEY_ENV)
-        if (model is not None and not isinstance(model, str)) or not isinstance(key_env, str):
-            raise ConfigError(f"{path}: [endpoints.{name}]: model and api_key_env are strings")
-        out[name] = Endpoint(name, url, model, key_env)
-    return out
-
-
-def _vault_values(
-    path: Path, data: Mapping[str, object], user: Mapping[str, object]
-) -> tuple[dict[str, object], list[str]]:
-    """Keep what the vault may set; a warning for each key it may not, or that is bad."""
-    values: dict[str, object] = {}
-    warnings: list[str] = []
-    where = "flags, WIKIMEM_WATCH_* variables or the user's config file"
-    for key, value in data.items():
-        if key not in settable_fields():
-            warnings.append(f"{path}: unknown setting {key!r} ignored")
-            continue
-        if key not in VAULT_SETTABLE:
-            warnings.append(
-                f"{path}: {key!r} ignored: a file inside the vault may not set it "
-                f"(it crosses the trust boundary; set it with {where}, {user_config_path()})"
-            )
-            continue
-        try:
-            values[key] = _coerce(key, value)
-        except ValueError as exc:
-            warnings.append(f"{path}: {exc}; ignored")
-    if values.get("embed") == "http" and not user.get("embed_url"):
-        del values["embed"]
-        warnings.append(
-            f"{path}: embed = 'http' ignored: the user has allowed no endpoint; "
-            "choose one of the user's [endpoints] with embed_endpoint"
-        )
-    return values, warnings
-
-
-def _apply_endpoint(
-    values: dict[str, object], endpoints: Mapping[str, Endpoint], from_vault: bool
-) -> list[str]:
-    """Resolve ``embed_endpoint`` (a name or URL the user allowed) into url/model/key env."""
-    choice = values.get("embed_endpoint")
-    if choice is None:
-        return []
-    found = endpoints.get(str(choice)) or next(
-        (e for e in endpoints.values() if e.url.rstrip("/") == str(choice).rstrip("/")), None
-    )
-    if found is None:
-        allowed = ", ".join(sorted(endpoints)) or "none"
-        message = f"embed_endpoint {choice!r} is not one of the user's [endpoints] ({allowed})"
-        if not from_vault:
-            raise ConfigError(message)
-        del values["embed_endpoint"]
-        return [f"{message}; ignored"]
-    values.update(embed="http", embed_url=found.url, embed_api_key_env=found.api_key_env)
-    if found.model is not None:
-        values["embed_model"] = found.model
-    return []
-
-
 def load_config(
     vault: Path | str,
     overrides: Mapping[str, object] | None = None,
@@ -358,77 +121,10 @@ def load_config(
     ``remembered`` (cache dir → embedder kind or None) supplies ``embed`` when no source
     sets it: in-process runs use the embedder this host's last daemon used.
     """
-    root = Path(vault).expanduser()
-    if not root.is_dir():
-        raise ConfigError(f"vault {str(root)!r} is not a directory")
-    user, endpoints = _read_user_file(user_config_path())
-    env = _env_values(user, endpoints)
-    if os.environ.get("WIKIMEM_SOCK"):
-        env["socket"] = Path(os.environ["WIKIMEM_SOCK"]).expanduser()
-    flags: dict[str, object] = {}
-    for name, value in (overrides or {}).items():
-        if value is None:
-            continue
-        if name not in settable_fields():
-            raise ConfigError(f"unknown setting {name!r}")
-        flags[name] = _trusted(name, value, f"--{name.replace('_', '-')}")
-    trusted = {**user, **env, **flags}
-    cache_dir = trusted.get("cache_dir")
-    vault_file = (Path(str(cache_dir)) if cache_dir else root / CACHE_DIRNAME) / "config.toml"
-    if cache_dir or _within(root, vault_file.parent):
-        raw_vault, warnings = read_vault_file(vault_file)
-    else:  # a .wikimem that leads out of the vault is never read (ADR-0011)
-        raw_vault, warnings = {}, [f"{vault_file}: ignored: its folder leads outside the vault"]
-    from_vault, more = _vault_values(vault_file, raw_vault, trusted)
-    warnings += more
-    values = {**user, **from_vault, **env, **flags}  # the last wins
-    if "embed_url" not in env and "embed_url" not in flags:  # an explicit URL beats a pick
-        picked_by_vault = "embed_endpoint" not in trusted and "embed_endpoint" in from_vault
-        warnings += _apply_endpoint(values, endpoints, from_vault=picked_by_vault)
-    recalled = None
-    if (
-        remembered is not None
-        and "embed" not in values
-        and (cache_dir or _within(root, vault_file))
-    ):
-        recalled = remembered(Path(str(cache_dir)) if cache_dir else root / CACHE_DIRNAME)
-        values.update({"embed": recalled} if recalled else {})
-    return replace(
-        Config(vault=root.resolve()),
+    root, values, warnings, recalled = resolve_settings(vault, overrides, remembered=remembered)
+    return Config(
+        vault=root.resolve(),
         **values,  # type: ignore[arg-type]
         warnings=tuple(warnings),
-        embed_remembered=recalled is not None,
+        embed_remembered=recalled,
     )
-
-
-_warned_env: set[str] = set()
-
-
-def _env_values(user: Mapping[str, object], endpoints: Mapping[str, Endpoint]) -> dict[str, object]:
-    """Settings from ``WIKIMEM_WATCH_<FIELD>``; an unknown such variable is a typo until
-    shown otherwise: one warning on stderr per process, naming the closest known name."""
-    env: dict[str, object] = {}
-    known = {f"WIKIMEM_WATCH_{name.upper()}": name for name in settable_fields()}
-    keys = {DEFAULT_API_KEY_ENV, str(user.get("embed_api_key_env"))}
-    keys.update(e.api_key_env for e in endpoints.values())  # variables that hold API keys
-    for var, raw in os.environ.items():
-        if not var.startswith("WIKIMEM_WATCH_"):
-            continue
-        name = known.get(var)
-        if name is not None:
-            env[name] = _trusted(name, raw, var)
-        elif var not in keys and var not in _warned_env:
-            _warned_env.add(var)
-            import difflib
-
-            close = difflib.get_close_matches(var, sorted(known), n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            print(f"wikimem-watch: warning: unknown variable {var}{hint}; ignored", file=sys.stderr)
-    return env
-
-
-def _trusted(name: str, value: object, source: str) -> object:
-    try:
-        return _coerce(name, value)
-    except ValueError as exc:
-        raise ConfigError(f"{source}: {exc}") from None

@@ -223,9 +223,9 @@ def test_environment_and_flags_are_trusted(tmp_path: Path, monkeypatch: pytest.M
 def test_an_unknown_wikimem_watch_variable_warns_once_naming_the_closest_field(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from wikimem_watch import config as config_module
+    from wikimem_watch import settings
 
-    monkeypatch.setattr(config_module, "_warned_env", set())
+    monkeypatch.setattr(settings, "_warned_env", set())
     monkeypatch.setenv("WIKIMEM_WATCH_EMBEDD", "local")
     monkeypatch.setenv("WIKIMEM_WATCH_EMBED_API_KEY", "sk-not-a-setting-but-known")
     load_config(tmp_path)

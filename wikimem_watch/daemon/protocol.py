@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from ..record import Record
 
 PROTOCOL_VERSION = 1
 
@@ -45,23 +46,38 @@ class ProtocolError(Exception):
         self.request_id = request_id
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(Record):
     """A decoded request. ``notification`` is True when the line had no ``id`` member."""
 
-    method: str
-    params: Params = field(default_factory=dict)
-    id: RequestId = None
-    notification: bool = False
+    __slots__ = ("method", "params", "id", "notification")
+
+    def __init__(
+        self,
+        method: str,
+        params: Params | None = None,
+        id: RequestId = None,
+        notification: bool = False,
+    ) -> None:
+        self.method = method
+        self.params: Params = {} if params is None else params
+        self.id = id
+        self.notification = notification
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
+class Response(Record):
     """A decoded response: exactly one of ``result`` / ``error`` is meaningful."""
 
-    id: RequestId
-    result: object = None
-    error: Mapping[str, object] | None = None
+    __slots__ = ("id", "result", "error")
+
+    def __init__(
+        self,
+        id: RequestId,
+        result: object = None,
+        error: Mapping[str, object] | None = None,
+    ) -> None:
+        self.id = id
+        self.result = result
+        self.error = error
 
 
 def _dumps(obj: object) -> bytes:

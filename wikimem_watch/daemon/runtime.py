@@ -23,11 +23,16 @@ import re
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import Config, cache_dir_problem
 from ..errors import ConfigError
+from ..record import Record
+from ..settings import cache_dir_problem
+
+TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..settings import VaultLocation
 
 # sun_path is 108 bytes on Linux and 104 on macOS/BSD, both including the trailing NUL.
 AF_UNIX_MAX_BYTES = (104 if sys.platform == "darwin" else 108) - 1
@@ -39,7 +44,7 @@ def host_tag() -> str:
     return name[:32]
 
 
-def vault_key(config: Config) -> str:
+def vault_key(config: Config | VaultLocation) -> str:
     """A short stable name for a vault on this machine (its resolved path, hashed)."""
     import hashlib
 
@@ -70,7 +75,7 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def default_socket_path(config: Config) -> Path:
+def default_socket_path(config: Config | VaultLocation) -> Path:
     """The socket a daemon for this vault listens on when no ``--socket`` is given."""
     preferred = config.cache_path / f"daemon-{host_tag()}.sock"
     usable = cache_dir_problem(config) is None
@@ -79,7 +84,7 @@ def default_socket_path(config: Config) -> Path:
     return runtime_dir() / f"{vault_key(config)}.sock"
 
 
-def lock_path(config: Config) -> Path:
+def lock_path(config: Config | VaultLocation) -> Path:
     """The per-machine lock file of this vault's daemon (never inside the synced vault)."""
     return runtime_dir() / f"{vault_key(config)}.lock"
 
@@ -92,15 +97,17 @@ def check_socket_path(path: Path) -> None:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class LockInfo:
+class LockInfo(Record):
     """What a lock file says about the daemon holding it."""
 
-    pid: int
-    socket: str
-    host: str
-    vault: str
-    started_at: float
+    __slots__ = ("pid", "socket", "host", "vault", "started_at")
+
+    def __init__(self, pid: int, socket: str, host: str, vault: str, started_at: float) -> None:
+        self.pid = pid
+        self.socket = socket
+        self.host = host
+        self.vault = vault
+        self.started_at = started_at
 
 
 def _read_info(fd: int) -> LockInfo | None:

@@ -13,9 +13,9 @@ import os
 import sys
 from pathlib import Path
 
-from ..config import Config, load_config
 from ..daemon.runtime import remembered_embedder
 from ..errors import ConfigError, DaemonUnavailable
+from ..settings import VaultLocation, locate
 from .client import Client, connect
 from .output import use_logging
 
@@ -23,6 +23,7 @@ TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..config import Config
     from ..core.engine import Engine
 
 FLAG_FIELDS = (
@@ -47,10 +48,24 @@ FLAG_FIELDS = (
 def config_from_args(args: argparse.Namespace, *, in_process: bool = False) -> Config:
     """The configuration the flags, environment and files give. ``in_process``: when no
     source names an embedder, use the one this host's last daemon used (local/hash only)."""
+    from ..config import load_config  # not on the way to a running daemon: see locate_args
+
     if args.vault is None:
         raise ConfigError("--vault DIR is required")
-    flags = {name: getattr(args, name, None) for name in FLAG_FIELDS}
-    return load_config(args.vault, flags, remembered=remembered_embedder if in_process else None)
+    remembered = remembered_embedder if in_process else None
+    return load_config(args.vault, _flags(args), remembered=remembered)
+
+
+def locate_args(args: argparse.Namespace) -> VaultLocation:
+    """Where the vault's daemon is found, resolved from the same sources with the same
+    checks as :func:`config_from_args`, without building a ``Config`` (ADR-0012)."""
+    if args.vault is None:
+        raise ConfigError("--vault DIR is required")
+    return locate(args.vault, _flags(args))
+
+
+def _flags(args: argparse.Namespace) -> dict[str, object]:
+    return {name: getattr(args, name, None) for name in FLAG_FIELDS}
 
 
 def open_engine(
@@ -104,13 +119,13 @@ def connect_args(args: argparse.Namespace) -> Client:
         if env:
             return Client(Path(env).expanduser())
         raise ConfigError("give --vault DIR (or --socket PATH) to reach a daemon")
-    config = config_from_args(args)
+    where = locate_args(args)
     try:
-        return connect(config)
+        return connect(where)
     except DaemonUnavailable:
         raise DaemonUnavailable(
-            f"no daemon is running for vault {str(config.vault)!r} "
-            f"(start one with: wikimem-watch serve {config.vault})"
+            f"no daemon is running for vault {str(where.vault)!r} "
+            f"(start one with: wikimem-watch serve {where.vault})"
         ) from None
 
 

@@ -2,6 +2,13 @@
 
 Exit codes: 0 ok, 1 no result (or ``check`` found differences), 2 usage, configuration or an
 unreachable daemon. Errors print ``wikimem-watch: <message>`` on stderr, never a traceback.
+
+Every command's parser is defined here, and each names its handler as ``module.function``
+in this package, imported only when the command runs. A run builds the parser of the one
+command it names; the parser of every command is built only when that one cannot settle
+the arguments alone (the top-level ``--help``, a usage error), so what is printed never
+depends on the shortcut, and a command that talks to a running daemon pays for neither the
+other commands' parsers nor their modules (ADR-0012).
 """
 
 from __future__ import annotations
@@ -14,45 +21,28 @@ from pathlib import Path
 from .. import __version__
 from ..errors import WatchError
 from . import output
-from .commands import (
-    check_command,
-    embed_command,
-    parse_time_command,
-    serve_command,
-    stop_command,
-)
-from .mcp import mcp_command
 from .output import EXIT_OK, EXIT_USAGE
-from .reading import (
-    day_command,
-    days_command,
-    note_command,
-    query_command,
-    reindex_command,
-    status_command,
-)
-from .writing import add_write_commands
 
 TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
 LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40}
 
-AddFlags = Callable[[argparse.ArgumentParser], None]
 Handler = Callable[[argparse.Namespace], int]
-
+Parser = argparse.ArgumentParser
 
 EPILOG = """exit status: 0 ok; 1 no result (or `check` found differences);
 2 usage, configuration or daemon unreachable."""
+ANSWERED = "(through the daemon, else in-process)"
 
 
-def _add_vault(p: argparse.ArgumentParser, required: bool = True) -> None:
-    p.add_argument("--vault", type=Path, required=required and False, help="vault directory")
+def _add_vault(p: Parser) -> None:
+    p.add_argument("--vault", type=Path, help="vault directory")
     p.add_argument("--socket", type=Path, help="daemon socket (default: derived from the vault)")
 
 
-def _add_index_flags(p: argparse.ArgumentParser) -> None:
+def _add_index_flags(p: Parser) -> None:
     p.add_argument("--cache-dir", type=Path, help="cache directory (default VAULT/.wikimem)")
     p.add_argument("--include", help="comma-separated globs of notes to index (default: all)")
     p.add_argument("--exclude", help="comma-separated globs of notes to leave out")
@@ -71,17 +61,20 @@ def _add_index_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="wikimem-watch",
-        description="A live BM25 (+ optional embeddings) index over a Markdown memory vault.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _add_reading_flags(p: Parser) -> None:
+    p.add_argument("--json", action="store_true", help="print the socket method's JSON object")
+    p.add_argument("--in-process", action="store_true", help="do not use a running daemon")
 
+
+def _register(sub: Any, name: str, help_: str, handler: str) -> Parser:
+    """A command's parser with ``--vault``/``--socket``; ``handler`` is ``module.function``."""
+    p: Parser = sub.add_parser(name, help=help_, description=help_, epilog=EPILOG)
+    _add_vault(p)
+    p.set_defaults(handler=handler)
+    return p
+
+
+def _query(sub: Any) -> None:
     q = sub.add_parser(
         "query", help="search the vault (through the daemon, else in-process)", epilog=EPILOG
     )
@@ -101,55 +94,22 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--no-links", action="store_true", help="no one-hop link expansion")
     q.add_argument("--explain", action="store_true", help="per-hit score breakdown")
     q.add_argument("--in-process", action="store_true", help="do not use a running daemon")
+    q.set_defaults(handler="reading.query_command")
 
+
+def _parse_time(sub: Any) -> None:
     t = sub.add_parser("parse-time", help="show the window a time expression opens", epilog=EPILOG)
     t.add_argument("text", metavar="TEXT")
     t.add_argument("--now", help="reference time (ISO, default: now)")
     t.add_argument("--tz", help="IANA time zone name")
     t.add_argument("--json", action="store_true", help="print JSON (null when no window)")
-
-    add_daemon_commands(sub, _add_vault, _add_index_flags)
-    add_write_commands(sub, _add_vault)
-    m = _register(
-        sub,
-        _add_vault,
-        "mcp",
-        "serve the vault's tools to an agent over MCP (stdio; needs the [mcp] extra)",
-        mcp_command,
-    )
-    _add_index_flags(m)
-    return parser
+    t.set_defaults(handler="commands.parse_time_command")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    level = LOG_LEVELS.get(str(args.log_level).upper())
-    if level is None:
-        parser.error(f"--log-level {args.log_level!r}: expected DEBUG, INFO, WARNING or ERROR")
-    output.LOG_LEVEL = level  # logging is set up by the paths that log (engine, daemon)
-    handler: Callable[[argparse.Namespace], int] = args.handler
-    try:
-        return handler(args)
-    except WatchError as exc:
-        print(f"wikimem-watch: {exc.message}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return EXIT_OK
-
-
-def add_daemon_commands(
-    sub: Any, add_vault: Callable[..., None], add_index_flags: AddFlags
-) -> None:
-    """Register handlers on the parsers ``cli.build_parser`` made, and the daemon commands."""
-    sub.choices["query"].set_defaults(handler=query_command)
-    sub.choices["parse-time"].set_defaults(handler=parse_time_command)
-
-    s = _register(sub, add_vault, "serve", "run the daemon for a vault", serve_command)
+def _serve(sub: Any) -> None:
+    s = _register(sub, "serve", "run the daemon for a vault", "commands.serve_command")
     s.add_argument("vault_pos", metavar="VAULT", nargs="?", type=Path, help="vault directory")
-    add_index_flags(s)
+    _add_index_flags(s)
     s.add_argument("--poll", action="store_true", help="poll instead of native file events")
     s.add_argument(
         "--quiet", action="store_true", help="print nothing when ready (problems still logged)"
@@ -187,28 +147,38 @@ def add_daemon_commands(
         help="unfinished request bytes held across all connections (default 32 MiB)",
     )
 
-    answered = "(through the daemon, else in-process)"
-    p = _register(
-        sub, add_vault, "status", f"counts, skipped files, warnings {answered}", status_command
-    )
-    _add_reading_flags(p)
-    p = _register(
-        sub, add_vault, "reindex", "make the daemon rescan the whole vault", reindex_command
-    )
+
+def _status(sub: Any) -> None:
+    help_ = f"counts, skipped files, warnings {ANSWERED}"
+    _add_reading_flags(_register(sub, "status", help_, "reading.status_command"))
+
+
+def _reindex(sub: Any) -> None:
+    help_ = "make the daemon rescan the whole vault"
+    p = _register(sub, "reindex", help_, "reading.reindex_command")
     p.add_argument(
         "--dry-run",
         action="store_true",
         help="list what a rescan would change, applying nothing (in-process without a daemon)",
     )
     _add_reading_flags(p)
-    d = _register(sub, add_vault, "days", f"dates with entry counts {answered}", days_command)
+
+
+def _days(sub: Any) -> None:
+    d = _register(sub, "days", f"dates with entry counts {ANSWERED}", "reading.days_command")
     d.add_argument("--start", help="first date (YYYY-MM-DD)")
     d.add_argument("--end", help="last date (YYYY-MM-DD)")
     _add_reading_flags(d)
-    d = _register(sub, add_vault, "day", f"the entries of one date {answered}", day_command)
+
+
+def _day(sub: Any) -> None:
+    d = _register(sub, "day", f"the entries of one date {ANSWERED}", "reading.day_command")
     d.add_argument("date", metavar="DATE", help="YYYY-MM-DD")
     _add_reading_flags(d)
-    n = _register(sub, add_vault, "note", f"the entries of one note {answered}", note_command)
+
+
+def _note(sub: Any) -> None:
+    n = _register(sub, "note", f"the entries of one note {ANSWERED}", "reading.note_command")
     n.add_argument(
         "path",
         metavar="PATH",
@@ -216,22 +186,25 @@ def add_daemon_commands(
         "vault, or a note name as in a link: wiki/people, people",
     )
     _add_reading_flags(n)
-    st = _register(sub, add_vault, "stop", "stop the vault's daemon", stop_command)
+
+
+def _stop(sub: Any) -> None:
+    st = _register(sub, "stop", "stop the vault's daemon", "commands.stop_command")
     st.add_argument("--wait", type=float, default=10.0, help="seconds to wait (default 10)")
-    c = _register(
-        sub, add_vault, "check", "compare the daemon's index with a fresh scan", check_command
-    )
-    add_index_flags(c)
+
+
+def _check(sub: Any) -> None:
+    help_ = "compare the daemon's index with a fresh scan"
+    c = _register(sub, "check", help_, "commands.check_command")
+    _add_index_flags(c)
     c.add_argument("--wait", type=float, default=10.0, help="seconds to wait for quiet")
     c.add_argument("--verbose", action="store_true", help="also print the vault's parse warnings")
-    e = _register(
-        sub,
-        add_vault,
-        "embed",
-        "fill the vector cache (through the daemon, else in-process)",
-        embed_command,
-    )
-    add_index_flags(e)
+
+
+def _embed(sub: Any) -> None:
+    help_ = f"fill the vector cache {ANSWERED}"
+    e = _register(sub, "embed", help_, "commands.embed_command")
+    _add_index_flags(e)
     e.add_argument(
         "--rebuild",
         action="store_true",
@@ -240,15 +213,153 @@ def add_daemon_commands(
     e.add_argument("--in-process", action="store_true", help="do not use a running daemon")
 
 
-def _add_reading_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print the socket method's JSON object")
+def _provenance(p: Parser) -> None:
+    p.add_argument("--owner", help="who is writing, e.g. agent:companion")
+    p.add_argument("--source", help="where it came from, e.g. a conversation id")
     p.add_argument("--in-process", action="store_true", help="do not use a running daemon")
 
 
-def _register(
-    sub: Any, add_vault: Callable[..., None], name: str, help_: str, handler: Handler
-) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = sub.add_parser(name, help=help_, description=help_, epilog=EPILOG)
-    add_vault(p)
-    p.set_defaults(handler=handler)
-    return p
+def _write(sub: Any) -> None:
+    w = sub.add_parser("write", help="write into the vault safely, through the daemon")
+    wsub = w.add_subparsers(dest="write_kind", required=True, metavar="KIND")
+    d = wsub.add_parser("diary", help="append a ## HH:MM entry to diary/YYYY-MM-DD.md")
+    _add_vault(d)
+    d.add_argument("text", metavar="TEXT", help="the entry text, or - to read it from stdin")
+    d.add_argument("--date", help="YYYY-MM-DD (default: the local date of --ts, or today)")
+    d.add_argument("--time", help="HH:MM (default: the local time of --ts, or now)")
+    d.add_argument("--ts", help="ISO-8601 instant of the event (default: now)")
+    d.add_argument("--tz", help="IANA time zone for the date and time (default: local)")
+    _provenance(d)
+    d.set_defaults(handler="writing.diary_command")
+    u = wsub.add_parser("wiki", help="add or replace the ## NAME item of wiki/FILE.md")
+    _add_vault(u)
+    u.add_argument("file", metavar="FILE", help="lowercase slug: the file is wiki/FILE.md")
+    u.add_argument("name", metavar="NAME", help="the item's name (any language; no [[ ]] : | #)")
+    u.add_argument("text", metavar="TEXT", help="the item's text, or - to read it from stdin")
+    u.add_argument("--ts", help="ISO-8601 time of the fact (default: now)")
+    _provenance(u)
+    u.set_defaults(handler="writing.wiki_command")
+    x = wsub.add_parser("delete", help="remove the ## NAME item from wiki/FILE.md")
+    _add_vault(x)
+    x.add_argument("file", metavar="FILE")
+    x.add_argument("name", metavar="NAME")
+    x.add_argument("--in-process", action="store_true", help="do not use a running daemon")
+    x.set_defaults(handler="writing.delete_command")
+
+
+def _journal(sub: Any) -> None:
+    j = sub.add_parser("journal", help="the vault's journal.jsonl, as JSON lines")
+    _add_vault(j)
+    j.add_argument("--limit", type=int, default=20, help="last N lines (default 20)")
+    j.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
+    j.set_defaults(handler="writing.journal_command")
+
+
+def _watch_changes(sub: Any) -> None:
+    c = sub.add_parser("watch-changes", help="print index changes as JSON lines (subscribe)")
+    _add_vault(c)
+    c.add_argument("--q", help="only changes whose entries match these words")
+    c.add_argument("--paths", help="comma-separated path prefixes or globs")
+    c.add_argument("--kinds", help="comma-separated: diary, wiki")
+    c.set_defaults(handler="writing.watch_command")
+
+
+def _mcp(sub: Any) -> None:
+    help_ = "serve the vault's tools to an agent over MCP (stdio; needs the [mcp] extra)"
+    _add_index_flags(_register(sub, "mcp", help_, "mcp.mcp_command"))
+
+
+# Each command and the function that adds its parser, in the order ``--help`` lists them.
+COMMANDS: dict[str, Callable[[Any], None]] = {
+    "query": _query,
+    "parse-time": _parse_time,
+    "serve": _serve,
+    "status": _status,
+    "reindex": _reindex,
+    "days": _days,
+    "day": _day,
+    "note": _note,
+    "stop": _stop,
+    "check": _check,
+    "embed": _embed,
+    "write": _write,
+    "journal": _journal,
+    "watch-changes": _watch_changes,
+    "mcp": _mcp,
+}
+
+
+class _NeedsEveryCommand(Exception):
+    """Raised by a one-command parser for what only the full parser may answer."""
+
+
+class _OneCommandParser(argparse.ArgumentParser):
+    """The top level holding one command's parser. Its own help and usage errors would
+    list, or fail to recognise, the other commands, so it hands them to the full parser
+    (a command's own ``--help`` and errors come from that command's parser, the same in
+    both)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _NeedsEveryCommand(message)
+
+    def print_help(self, file: Any = None) -> None:
+        raise _NeedsEveryCommand("help")
+
+
+def build_parser(only: str | None = None) -> Parser:
+    """The parser of every command, or with ``only`` the top level with that command alone."""
+    parser = (Parser if only is None else _OneCommandParser)(
+        prog="wikimem-watch",
+        description="A live BM25 (+ optional embeddings) index over a Markdown memory vault.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=Parser
+    )
+    for name, add in COMMANDS.items():
+        if only is None or name == only:
+            add(sub)
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse with the parser of the first argument that names a command, falling back to
+    the parser of every command for what that one cannot settle (same output either way)."""
+    named = next((a for a in argv if a in COMMANDS), None)
+    try:
+        if named is None:
+            raise _NeedsEveryCommand("no command named")
+        args = build_parser(named).parse_args(argv)
+    except _NeedsEveryCommand:
+        args = build_parser().parse_args(argv)
+    if str(args.log_level).upper() not in LOG_LEVELS:
+        build_parser().error(
+            f"--log-level {args.log_level!r}: expected DEBUG, INFO, WARNING or ERROR"
+        )
+    return args
+
+
+def handler_of(args: argparse.Namespace) -> Handler:
+    """Import the module of the command's handler (``module.function``) and return it."""
+    from importlib import import_module
+
+    module, name = str(args.handler).rsplit(".", 1)
+    found: Handler = getattr(import_module(f"{__package__}.{module}"), name)
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else list(argv))
+    output.LOG_LEVEL = LOG_LEVELS[str(args.log_level).upper()]  # set up by paths that log
+    try:
+        return handler_of(args)(args)
+    except WatchError as exc:
+        print(f"wikimem-watch: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK

@@ -3,8 +3,11 @@
 The socket is found the way the daemon chose it: an explicit ``--socket``/``WIKIMEM_SOCK``
 wins; otherwise the vault's live lock file names the socket its daemon listens on (so a
 daemon started with a custom ``--socket`` is still found from ``--vault``); otherwise the
-default path derived from the vault. Errors come back as :class:`WatchError` with the
-daemon's code; no daemon at all is :class:`DaemonUnavailable`.
+default path derived from the vault. The default path is tried first, once: when a daemon
+answers there it is the vault's (one daemon per vault and machine), and the lock, which
+lives in the runtime directory under a hashed name, is read only when none does. Errors
+come back as :class:`WatchError` with the daemon's code; no daemon at all is
+:class:`DaemonUnavailable`.
 
 Connecting retries briefly (``CONNECT_RETRY_S``, backing off) when the daemon is there but
 cannot take the connection yet: ``EAGAIN`` (its listen backlog is full during a burst of
@@ -25,10 +28,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from ..config import Config
 from ..daemon.protocol import ProtocolError, decode_response, encode_request
 from ..daemon.runtime import default_socket_path, lock_path, read_live_lock
 from ..errors import DaemonUnavailable, WatchError
+
+TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..settings import VaultLocation
 
 DEFAULT_TIMEOUT_S = 600.0  # a reindex of a big vault may take minutes
 CONNECT_RETRY_S = 5.0  # how long a busy or starting daemon is waited for
@@ -44,7 +51,7 @@ class RemoteError(WatchError):
         self.code = code
 
 
-def find_socket(config: Config) -> Path:
+def find_socket(config: Config | VaultLocation) -> Path:
     """The socket of this vault's daemon (see the module docstring for the order)."""
     if config.socket is not None:
         return config.socket
@@ -169,12 +176,20 @@ class Client:
         self.close()
 
 
-def connect(config: Config | None, socket_path: Path | None = None) -> Client:
-    """A client for ``socket_path`` or for the vault of ``config``."""
-    if socket_path is None:
-        if config is None:
-            raise DaemonUnavailable("give --vault DIR or --socket PATH")
-        socket_path = find_socket(config)
-        live = read_live_lock(lock_path(config)) is not None
-        return Client(socket_path, starting=live)
-    return Client(socket_path)
+def connect(config: Config | VaultLocation | None, socket_path: Path | None = None) -> Client:
+    """A client for ``socket_path`` or for the vault of ``config`` (see the module docstring
+    for the order in which the socket is looked for)."""
+    if socket_path is not None:
+        return Client(socket_path)
+    if config is None:
+        raise DaemonUnavailable("give --vault DIR or --socket PATH")
+    if config.socket is None:
+        try:  # the usual case: the vault's daemon on its default path, settled in one connect
+            client = Client(default_socket_path(config), retry_s=0.0)
+        except DaemonUnavailable:
+            pass  # none there (a custom --socket, a daemon still starting, or none at all)
+        else:
+            client.retry_s = CONNECT_RETRY_S  # a reopen later waits for a busy daemon as usual
+            return client
+    live = read_live_lock(lock_path(config)) is not None
+    return Client(find_socket(config), starting=live)

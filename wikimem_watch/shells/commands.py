@@ -9,7 +9,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from ..errors import BadRequest, ConfigError, DaemonUnavailable
@@ -24,6 +23,8 @@ if TYPE_CHECKING:
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from ..daemon.service import Daemon
 
     use_logging()

@@ -1,6 +1,7 @@
 """CLI commands of the write path: ``write diary|wiki|delete``, ``journal [--follow]`` and
 ``watch-changes`` (ADR-0016). Thin: each is one socket call (or, for ``write`` and ``journal``
-without a daemon, the same write implementation or journal reader in-process).
+without a daemon, the same write implementation or journal reader in-process). Their
+parsers are in ``cli``.
 """
 
 from __future__ import annotations
@@ -21,54 +22,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 FOLLOW_POLL_S = 0.5
-
-
-def add_write_commands(sub: Any, add_vault: Callable[..., None]) -> None:
-    """Register ``write``, ``journal`` and ``watch-changes`` on ``cli``'s subparsers."""
-    w = sub.add_parser("write", help="write into the vault safely, through the daemon")
-    wsub = w.add_subparsers(dest="write_kind", required=True, metavar="KIND")
-    d = wsub.add_parser("diary", help="append a ## HH:MM entry to diary/YYYY-MM-DD.md")
-    add_vault(d)
-    d.add_argument("text", metavar="TEXT", help="the entry text, or - to read it from stdin")
-    d.add_argument("--date", help="YYYY-MM-DD (default: the local date of --ts, or today)")
-    d.add_argument("--time", help="HH:MM (default: the local time of --ts, or now)")
-    d.add_argument("--ts", help="ISO-8601 instant of the event (default: now)")
-    d.add_argument("--tz", help="IANA time zone for the date and time (default: local)")
-    _provenance(d)
-    d.set_defaults(handler=_diary_command)
-    u = wsub.add_parser("wiki", help="add or replace the ## NAME item of wiki/FILE.md")
-    add_vault(u)
-    u.add_argument("file", metavar="FILE", help="lowercase slug: the file is wiki/FILE.md")
-    u.add_argument("name", metavar="NAME", help="the item's name (any language; no [[ ]] : | #)")
-    u.add_argument("text", metavar="TEXT", help="the item's text, or - to read it from stdin")
-    u.add_argument("--ts", help="ISO-8601 time of the fact (default: now)")
-    _provenance(u)
-    u.set_defaults(handler=_wiki_command)
-    x = wsub.add_parser("delete", help="remove the ## NAME item from wiki/FILE.md")
-    add_vault(x)
-    x.add_argument("file", metavar="FILE")
-    x.add_argument("name", metavar="NAME")
-    x.add_argument("--in-process", action="store_true", help="do not use a running daemon")
-    x.set_defaults(handler=_delete_command)
-
-    j = sub.add_parser("journal", help="the vault's journal.jsonl, as JSON lines")
-    add_vault(j)
-    j.add_argument("--limit", type=int, default=20, help="last N lines (default 20)")
-    j.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
-    j.set_defaults(handler=_journal_command)
-
-    c = sub.add_parser("watch-changes", help="print index changes as JSON lines (subscribe)")
-    add_vault(c)
-    c.add_argument("--q", help="only changes whose entries match these words")
-    c.add_argument("--paths", help="comma-separated path prefixes or globs")
-    c.add_argument("--kinds", help="comma-separated: diary, wiki")
-    c.set_defaults(handler=_watch_command)
-
-
-def _provenance(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--owner", help="who is writing, e.g. agent:companion")
-    p.add_argument("--source", help="where it came from, e.g. a conversation id")
-    p.add_argument("--in-process", action="store_true", help="do not use a running daemon")
 
 
 def _text(args: argparse.Namespace) -> str:
@@ -95,23 +48,23 @@ def _write(args: argparse.Namespace, method: str, params: dict[str, object]) -> 
     return EXIT_OK
 
 
-def _diary_command(args: argparse.Namespace) -> int:
+def diary_command(args: argparse.Namespace) -> int:
     params = {"text": _text(args), "date": args.date, "time": args.time, "ts": args.ts}
     params.update(tz=args.tz, owner=args.owner, source=args.source)
     return _write(args, "append_diary", params)
 
 
-def _wiki_command(args: argparse.Namespace) -> int:
+def wiki_command(args: argparse.Namespace) -> int:
     params = {"file": args.file, "name": args.name, "text": _text(args), "ts": args.ts}
     params.update(owner=args.owner, source=args.source)
     return _write(args, "upsert_wiki", params)
 
 
-def _delete_command(args: argparse.Namespace) -> int:
+def delete_command(args: argparse.Namespace) -> int:
     return _write(args, "delete_wiki", {"file": args.file, "name": args.name})
 
 
-def _journal_command(args: argparse.Namespace) -> int:
+def journal_command(args: argparse.Namespace) -> int:
     """The last ``--limit`` lines; with ``--follow``, then every new line (tail -f)."""
     if not 1 <= args.limit <= 10_000:
         raise BadRequest(f"--limit must be in [1, 10000], got {args.limit}")
@@ -148,7 +101,7 @@ def _journal_reader(args: argparse.Namespace) -> Callable[[int | None, int], dic
     return remote
 
 
-def _watch_command(args: argparse.Namespace) -> int:
+def watch_command(args: argparse.Namespace) -> int:
     """Subscribe and print each ``changed`` notification's params as a JSON line."""
     params: dict[str, object] = {}
     if args.q:
