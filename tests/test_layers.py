@@ -1,15 +1,28 @@
 """The package layout keeps its rule (ADR-0012): shells → daemon → retrieval → core →
-vectors/timeparse → config/errors, never upward; no import cycles; and the command line
-imports nothing heavy until a command needs an engine."""
+vectors/timeparse → config/errors, never upward; no import cycles; the command line
+imports nothing heavy until a command needs an engine; and a command a running daemon
+answers builds its own parser alone and imports only the client path."""
 
 from __future__ import annotations
 
 import ast
+import json
+import shutil
+import socketserver
 import subprocess
 import sys
+import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 import wikimem_watch
+from wikimem_watch.daemon.runtime import default_socket_path
+from wikimem_watch.settings import VaultLocation
+from wikimem_watch.shells.cli import COMMANDS
 
 PACKAGE = Path(wikimem_watch.__file__).parent
 # Lower layers first; a module may import its own layer and the ones below it.
@@ -111,14 +124,149 @@ def test_module_level_imports_have_no_cycles() -> None:
             visit(module, [])
 
 
-def test_the_command_line_imports_nothing_heavy_until_it_needs_an_engine() -> None:
-    code = (
-        "import sys, wikimem_watch.shells.cli\n"
-        "heavy = ('numpy', 'watchdog', 'markdown_it', 'wikimem_watch.core', "
-        "'wikimem_watch.retrieval', 'wikimem_watch.vectors', 'typing')\n"
-        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+HEAVY = (
+    "numpy",
+    "watchdog",
+    "markdown_it",
+    "typing",
+    "dataclasses",
+    "inspect",
+    "wikimem_watch.config",
+    "wikimem_watch.core",
+    "wikimem_watch.retrieval",
+    "wikimem_watch.vectors",
+)
+# What `--help` and a command's `--help` load of the package: the parsers and the printing.
+PARSING = {
+    "wikimem_watch",
+    "wikimem_watch.errors",
+    "wikimem_watch.shells",
+    "wikimem_watch.shells.cli",
+    "wikimem_watch.shells.output",
+}
+# What a reading command answered by a running daemon loads of the package (ADR-0012).
+CLIENT_PATH = PARSING | {
+    "wikimem_watch.record",
+    "wikimem_watch.settings",
+    "wikimem_watch.vaultfile",
+    "wikimem_watch.daemon",
+    "wikimem_watch.daemon.protocol",
+    "wikimem_watch.daemon.runtime",
+    "wikimem_watch.shells.access",
+    "wikimem_watch.shells.client",
+    "wikimem_watch.shells.reading",
+}
+
+# Runs the CLI in a fresh interpreter, recording the subcommand parsers it builds; the last
+# stderr line reports them, the exit status and every module loaded.
+RUN_CLI = """
+import argparse, json, sys
+built = []
+add_parser = argparse._SubParsersAction.add_parser
+def recording(self, name, **kwargs):
+    built.append(name)
+    return add_parser(self, name, **kwargs)
+argparse._SubParsersAction.add_parser = recording
+from wikimem_watch.shells.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+report = {"code": code, "parsers": built, "modules": sorted(sys.modules)}
+print(json.dumps(report), file=sys.stderr)
+"""
+
+
+def run_cli(*argv: str) -> tuple[dict[str, Any], str]:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_CLI, *argv], capture_output=True, text=True, timeout=60
     )
+    report: dict[str, Any] = json.loads(done.stderr.splitlines()[-1])
+    return report, done.stdout
+
+
+def heavy_in(modules: list[str]) -> list[str]:
+    return [m for m in modules if m.startswith(HEAVY)]
+
+
+def ours(modules: list[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] == "wikimem_watch"}
+
+
+def test_the_command_line_imports_nothing_heavy_until_it_needs_an_engine() -> None:
+    code = "import sys, wikimem_watch.shells.cli\nprint(sorted(sys.modules))\n"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert out.strip() == "[]", f"the CLI imported {out.strip()} at start"
+    loaded = ast.literal_eval(out)
+    assert not heavy_in(loaded), f"the CLI imported {heavy_in(loaded)} at start"
+    assert ours(loaded) <= PARSING, f"the CLI imported {sorted(ours(loaded) - PARSING)}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "parsers"),
+    [
+        (("--help",), [*COMMANDS, "diary", "wiki", "delete"]),
+        (("query", "--help"), ["query"]),
+        (("write", "diary", "--help"), ["write", "diary", "wiki", "delete"]),
+    ],
+)
+def test_help_builds_the_parsers_it_shows_and_imports_no_command(
+    argv: tuple[str, ...], parsers: list[str]
+) -> None:
+    report, out = run_cli(*argv)
+    assert report["code"] == 0 and out.startswith("usage: wikimem-watch")
+    assert sorted(report["parsers"]) == sorted(parsers)
+    assert not heavy_in(report["modules"])
+    assert ours(report["modules"]) <= PARSING, sorted(ours(report["modules"]) - PARSING)
+
+
+class FakeDaemon(socketserver.StreamRequestHandler):
+    """Answers every request line as a daemon would, with a small canned result."""
+
+    def handle(self) -> None:
+        for line in self.rfile:
+            request = json.loads(line)
+            method = request["method"]
+            result: object = {"q": "tea", "hits": [{"id": "diary/2026-01-01.md#10:00"}]}
+            if method == "days":
+                result = {"days": [{"date": "2026-01-01", "entries": 1}]}
+            elif method != "query":
+                result = {"method": method}
+            reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+            self.wfile.write(json.dumps(reply).encode() + b"\n")
+
+
+@pytest.fixture
+def daemon_vault() -> Iterator[Path]:
+    """A vault with a fake daemon on its default socket (a short path: AF_UNIX limits it)."""
+    vault = Path(tempfile.mkdtemp(prefix="wmw-l-")).resolve()
+    sock = default_socket_path(VaultLocation(vault, None, None))
+    sock.parent.mkdir()
+    server = socketserver.ThreadingUnixStreamServer(str(sock), FakeDaemon)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield vault
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+        shutil.rmtree(vault)
+
+
+@pytest.mark.parametrize(
+    "argv", [("query", "--json", "tea"), ("days", "--json"), ("status", "--json")]
+)
+def test_a_command_a_daemon_answers_builds_one_parser_and_imports_only_the_client_path(
+    daemon_vault: Path, argv: tuple[str, ...]
+) -> None:
+    report, out = run_cli(argv[0], "--vault", str(daemon_vault), *argv[1:])
+    assert report["code"] == 0 and json.loads(out), out
+    assert report["parsers"] == [argv[0]]
+    loaded = report["modules"]
+    assert not heavy_in(loaded), f"{argv[0]} imported {heavy_in(loaded)}"
+    assert ours(loaded) <= CLIENT_PATH, sorted(ours(loaded) - CLIENT_PATH)
+    # the daemon answered on the default socket: the lock (hashed name, maybe in the temp
+    # dir) was never looked up
+    assert not {"hashlib", "tempfile"} & set(loaded)

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import EXAMPLE
+from wikimem_watch.shells.cli import COMMANDS, LOG_LEVELS, build_parser, handler_of, parse_args
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -114,3 +117,98 @@ def test_in_process_query_leaves_the_vault_untouched(tmp_path: Path) -> None:
     before = sorted(p.relative_to(vault) for p in vault.rglob("*"))
     assert cli("query", "--vault", str(vault), "hello").returncode == 0
     assert sorted(p.relative_to(vault) for p in vault.rglob("*")) == before
+
+
+# ------------------------------------------------- one command's parser, or every command's
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def leaf_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Every parser that takes a command's arguments (``write diary``, not ``write``)."""
+    out = {}
+    for name, p in subparsers(parser).items():
+        if any(isinstance(a, argparse._SubParsersAction) for a in p._actions):
+            out.update({f"{name} {k}": v for k, v in leaf_parsers(p).items()})
+        else:
+            out[name] = p
+    return out
+
+
+def test_the_one_command_parser_holds_that_command_alone() -> None:
+    for name in COMMANDS:
+        assert list(subparsers(build_parser(name))) == [name]
+    assert list(subparsers(build_parser())) == list(COMMANDS)
+
+
+def test_each_commands_help_is_the_same_from_its_own_parser_and_from_the_full_one() -> None:
+    full = leaf_parsers(build_parser())
+    for name in COMMANDS:
+        own = leaf_parsers(build_parser(name))
+        assert own and all(full[k].format_help() == p.format_help() for k, p in own.items()), name
+        assert subparsers(build_parser(name))[name].format_help() == (
+            subparsers(build_parser())[name].format_help()
+        )
+
+
+def test_every_command_names_a_handler_that_exists() -> None:
+    for name, parser in leaf_parsers(build_parser()).items():
+        handler = handler_of(argparse.Namespace(handler=parser.get_default("handler")))
+        assert callable(handler), name
+
+
+def outcome(
+    parse: Callable[[list[str]], argparse.Namespace],
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[object, str, str]:
+    """What parsing ``argv`` returns or exits with, and what it prints."""
+    try:
+        result: object = vars(parse(argv))
+    except SystemExit as exc:
+        result = ("exit", exc.code)
+    out, err = capsys.readouterr()
+    return result, out, err
+
+
+def full_parse(argv: list[str]) -> argparse.Namespace:
+    """The parse before the one-command shortcut: the full parser, then the level check."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if str(args.log_level).upper() not in LOG_LEVELS:
+        parser.error(f"--log-level {args.log_level!r}: expected DEBUG, INFO, WARNING or ERROR")
+    return args
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["query", "--vault", "v", "--json", "-k", "3", "tea"],
+        ["--log-level", "debug", "days", "--vault", "v", "--start", "2026-01-01"],
+        ["--log-level", "status", "query", "x"],  # a command's name as a value, then another
+        ["--log-level", "query", "query", "x"],
+        ["--log", "INFO", "write", "diary", "--vault", "v", "hello"],
+        ["write", "wiki", "people", "Ann", "-"],
+        ["-h", "query"],
+        ["query", "-h"],
+        ["write", "--help"],
+        ["--version", "stop"],
+        ["--log-level", "bogus", "status"],
+        ["query"],
+        ["query", "--bogus", "x"],
+        ["query", "-k", "three", "x"],
+        ["query", "--embed", "nope", "x"],
+        ["write", "bogus"],
+        ["querry", "x"],
+        ["x", "query"],
+        [],
+        ["serve", "vault", "--debounce-ms", "5", "--quiet"],
+    ],
+)
+def test_parsing_through_one_commands_parser_prints_and_returns_what_the_full_parser_does(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert outcome(parse_args, argv, capsys) == outcome(full_parse, argv, capsys)

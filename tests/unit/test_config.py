@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import os
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from wikimem_watch.config import load_config, user_config_path
+from wikimem_watch.config import Config, load_config, user_config_path
 from wikimem_watch.errors import ConfigError
+from wikimem_watch.settings import FIELD_TYPES, VaultLocation, locate
 
 
 def test_defaults_then_file_then_env_then_flags(
@@ -252,3 +254,67 @@ def test_a_remembered_embedder_is_used_only_when_no_source_names_one(
     assert (flag.embed, flag.embed_remembered) == ("none", False)
     monkeypatch.setenv("WIKIMEM_WATCH_EMBED", "none")
     assert load_config(tmp_path, remembered=remembered).embed == "none"
+
+
+# ------------------------------------------- settings.locate: a client's view, no Config
+
+
+def test_the_settings_know_every_config_field_by_its_annotation() -> None:
+    assert FIELD_TYPES == {f.name: f.type for f in fields(Config)}
+
+
+@pytest.mark.parametrize(
+    ("user", "env", "flags"),
+    [
+        ("", {}, {}),
+        ("", {}, {"cache_dir": Path("~/c"), "socket": Path("/tmp/s.sock"), "embed": "hash"}),
+        ('cache_dir = "/tmp/user-cache"\nsocket = "/tmp/user.sock"\n', {}, {}),
+        ("", {"WIKIMEM_SOCK": "~/env.sock", "WIKIMEM_WATCH_CACHE_DIR": "/tmp/env-c"}, {}),
+        ('socket = "/tmp/user.sock"\n', {"WIKIMEM_WATCH_SOCKET": ""}, {}),
+    ],
+)
+def test_locate_finds_the_vault_cache_and_socket_load_config_resolves(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    user: str,
+    env: dict[str, str],
+    flags: dict[str, object],
+) -> None:
+    if user:
+        user_file(user)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    vault_file(tmp_path, PLANTED)  # the vault may set neither, and tries to
+    config = load_config(tmp_path, flags)
+    assert locate(tmp_path, flags) == VaultLocation(config.vault, config.cache_dir, config.socket)
+
+
+@pytest.mark.parametrize(
+    ("user", "env", "flags"),
+    [
+        ("", {"WIKIMEM_WATCH_K1": "many"}, {}),
+        ("k1 = [\n", {}, {}),
+        ("nonsense = 1\n", {}, {}),
+        ('embed_endpoint = "work"\n', {}, {}),
+        ("", {"WIKIMEM_WATCH_EMBED_ENDPOINT": "work"}, {}),
+        ("", {}, {"k1": "-1"}),
+    ],
+)
+def test_locate_refuses_what_load_config_refuses_with_the_same_message(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    user: str,
+    env: dict[str, str],
+    flags: dict[str, object],
+) -> None:
+    if user:
+        user_file(user)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as by_config:
+        load_config(tmp_path, flags)
+    with pytest.raises(ConfigError) as by_locate:
+        locate(tmp_path, flags)
+    assert by_locate.value.message == by_config.value.message
+    with pytest.raises(ConfigError, match="not a directory"):
+        locate(tmp_path / "missing")
