@@ -6,8 +6,10 @@ standard-library socket client doing the same request, each as a fresh process.
 
 Starts a daemon on the vault (or uses the running one), then alternates the two commands so
 a busy moment hits both alike, and prints the median and p90 wall time of each and their
-ratio. Also lists any heavy module (numpy, watchdog, markdown_it, the engine, dataclasses,
-the Config module) the CLI imported, from `python -X importtime` (there should be none).
+ratio, and the same for `wikimem-watch --help` and `wikimem-watch query --help` (timed in the
+same rounds; they need no daemon). Also lists any heavy module (numpy, watchdog, markdown_it,
+the engine, dataclasses, the Config module) the CLI imported, from `python -X importtime`
+(there should be none).
 
 The package is byte-compiled first, as an installed one is: with PYTHONDONTWRITEBYTECODE set
 and no `__pycache__`, every run would compile each module it imports from source, and the
@@ -83,11 +85,14 @@ def main() -> int:
     sock = str(status["socket"])
     ours = [*cli, "query", "--vault", str(args.vault), "--json", args.q]
     plain = [sys.executable, "-c", STDLIB_CLIENT, sock, args.q]
+    helps = [[*cli, "--help"], [*cli, "query", "--help"]]
     try:
-        a, b = [], []
+        a, b, h, qh = [], [], [], []
         for _ in range(args.runs):
             a.append(timed(ours, env))
             b.append(timed(plain, env))
+            h.append(timed(helps[0], env))
+            qh.append(timed(helps[1], env))
         trace = subprocess.run(
             [sys.executable, "-X", "importtime", *ours[1:]], capture_output=True, env=env, text=True
         ).stderr
@@ -106,6 +111,8 @@ def main() -> int:
     print(row("wikimem-watch query --json", a))
     print(row("stdlib socket client", b))
     print(f"ratio (median)               {statistics.median(a) / statistics.median(b):.2f}x")
+    print(row("wikimem-watch --help", h))
+    print(row("wikimem-watch query --help", qh))
     print(f"heavy modules imported       {', '.join(heavy) or 'none'}")
     return 0
 

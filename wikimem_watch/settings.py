@@ -15,7 +15,7 @@ the vault can stop the daemon from starting. The user's sources are trusted: a b
 there is a :class:`ConfigError` naming it.
 
 This module resolves the values; :mod:`wikimem_watch.config` builds the ``Config`` record
-from them. The split keeps ``dataclasses`` (and the cost of building a 38-field class) off a
+from them. The split keeps ``dataclasses`` (and the cost of building a 37-field class) off a
 command that only talks to a running daemon: it needs :func:`locate`, resolved by the same
 code with the same checks, and never a ``Config`` (ADR-0012).
 """
