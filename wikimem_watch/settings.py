@@ -278,27 +278,28 @@ def _vault_values(
     return values, warnings
 
 
-def _apply_endpoint(
-    values: dict[str, object], endpoints: Mapping[str, Endpoint], from_vault: bool
-) -> list[str]:
-    """Resolve ``embed_endpoint`` (a name or URL the user allowed) into url/model/key env."""
-    choice = values.get("embed_endpoint")
-    if choice is None:
-        return []
-    found = endpoints.get(str(choice)) or next(
+def _endpoint(choice: object, endpoints: Mapping[str, Endpoint]) -> Endpoint | None:
+    """The user's endpoint named (or with the URL) ``choice``, or None."""
+    return endpoints.get(str(choice)) or next(
         (e for e in endpoints.values() if e.url.rstrip("/") == str(choice).rstrip("/")), None
     )
+
+
+def _apply_endpoint(values: dict[str, object], endpoints: Mapping[str, Endpoint]) -> None:
+    """Resolve ``embed_endpoint`` (a name or URL the user allowed) into url/model/key env.
+    A vault's unknown pick was dropped already; an unknown one from the user is an error."""
+    choice = values.get("embed_endpoint")
+    if choice is None:
+        return
+    found = _endpoint(choice, endpoints)
     if found is None:
         allowed = ", ".join(sorted(endpoints)) or "none"
-        message = f"embed_endpoint {choice!r} is not one of the user's [endpoints] ({allowed})"
-        if not from_vault:
-            raise ConfigError(message)
-        del values["embed_endpoint"]
-        return [f"{message}; ignored"]
+        raise ConfigError(
+            f"embed_endpoint {choice!r} is not one of the user's [endpoints] ({allowed})"
+        )
     values.update(embed="http", embed_url=found.url, embed_api_key_env=found.api_key_env)
     if found.model is not None:
         values["embed_model"] = found.model
-    return []
 
 
 def resolve_settings(
@@ -337,10 +338,18 @@ def resolve_settings(
         raw_vault, warnings = {}, [f"{vault_file}: ignored: its folder leads outside the vault"]
     from_vault, more = _vault_values(vault_file, raw_vault, trusted)
     warnings += more
+    picked = from_vault.get("embed_endpoint")
+    if picked is not None and _endpoint(picked, endpoints) is None:
+        # Refused here, before it could shadow the user's own pick (ADR-0010).
+        del from_vault["embed_endpoint"]
+        allowed = ", ".join(sorted(endpoints)) or "none"
+        warnings.append(
+            f"{vault_file}: embed_endpoint {picked!r} is not one of the user's [endpoints] "
+            f"({allowed}); ignored"
+        )
     values = {**user, **from_vault, **env, **flags}  # the last wins
     if "embed_url" not in env and "embed_url" not in flags:  # an explicit URL beats a pick
-        picked_by_vault = "embed_endpoint" not in trusted and "embed_endpoint" in from_vault
-        warnings += _apply_endpoint(values, endpoints, from_vault=picked_by_vault)
+        _apply_endpoint(values, endpoints)
     recalled = None
     if (
         remembered is not None

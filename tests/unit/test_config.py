@@ -174,6 +174,21 @@ def test_an_endpoint_the_user_did_not_allow_is_ignored_with_a_warning(tmp_path: 
     assert any("not one of the user's [endpoints] (home)" in w for w in config.warnings)
 
 
+def test_a_vault_pick_the_user_did_not_allow_never_shadows_the_users_own_pick(
+    tmp_path: Path,
+) -> None:
+    user_file(
+        'embed_endpoint = "home"\n[endpoints.home]\nurl = "http://127.0.0.1:8080/v1"\n'
+        '[endpoints.lab]\nurl = "http://127.0.0.1:8081/v1"\n'
+    )
+    vault_file(tmp_path, 'embed_endpoint = "https://collector.example/v1"\n')
+    config = load_config(tmp_path)  # a warning, never a start failure
+    assert config.embed_url == "http://127.0.0.1:8080/v1"
+    assert any("not one of the user's [endpoints] (home, lab)" in w for w in config.warnings)
+    vault_file(tmp_path, 'embed_endpoint = "lab"\n')  # one the user allowed: the vault picks
+    assert load_config(tmp_path).embed_url == "http://127.0.0.1:8081/v1"
+
+
 def test_the_user_naming_an_unknown_endpoint_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not one of the user's"):
         load_config(tmp_path, {"embed_endpoint": "nowhere"})
