@@ -4,6 +4,12 @@
 however many files on disk hold it, and counts for each hash how many of those files do
 (``refs``), so the cache can tell live rows on disk from dead ones without reading a file.
 It does no I/O and takes no lock: ``VectorCache`` owns both.
+
+Above ``QUANTIZE_ROWS`` rows, a search of the whole matrix (the nearest entries, which may
+join BM25's candidates) first ranks rows by the Hamming distance of binary codes (one sign
+bit a dimension, after subtracting the rows' mean: 48 bytes a 384-d row), then scores the
+best ``rerank_rows`` of them exactly in float32 (ADR-0007). Cosines of named hashes (BM25's
+candidates) are always exact.
 """
 
 from __future__ import annotations
@@ -22,7 +28,12 @@ if TYPE_CHECKING:
     FloatMatrix = npt.NDArray[np.float32]
     IntArray = npt.NDArray[np.int64]
 
-__all__ = ["VectorMatrix", "rows_of"]
+__all__ = ["QUANTIZE_ROWS", "RERANK_MIN", "VectorMatrix", "rows_of"]
+
+# Exact search costs one pass over rows × dim floats (~15 ms at 100k × 384, growing
+# linearly); binary codes read 1/32 of that. Below this size exact is fast and simpler.
+QUANTIZE_ROWS = 200_000
+RERANK_MIN = 1024  # rows re-scored in float32 after the binary pass (at least 64 × k)
 
 
 class VectorMatrix:
@@ -38,6 +49,10 @@ class VectorMatrix:
         self.n_rows = 0
         self.hashes: list[str] = []
         self.hid: dict[str, int] = {}
+        self.quantize_rows = QUANTIZE_ROWS
+        self._codes: npt.NDArray[np.uint64] | None = None  # binary codes of rows [:_coded]
+        self._center: FloatMatrix | None = None  # the mean the codes are taken against
+        self._coded = 0
 
     def append(self, spans: list[Span], matrix: FloatMatrix) -> None:
         """Add the rows of hashes not held yet (hashes already held are skipped)."""
@@ -126,14 +141,56 @@ class VectorMatrix:
         """Top ``k`` (hash, best-chunk cosine), restricted to ``hashes`` when given."""
         import numpy as np
 
-        ids = np.arange(len(self.hashes)) if hashes is None else self.ids(hashes)
-        if not len(ids) or k <= 0:
-            return []
-        best = self.best(query, ids)
+        if hashes is None and self.n_rows >= self.quantize_rows and k > 0:
+            ids, best = self._nearest_by_codes(query, k)
+        else:
+            ids = np.arange(len(self.hashes)) if hashes is None else self.ids(hashes)
+            if not len(ids) or k <= 0:
+                return []
+            best = self.best(query, ids)
         k = min(k, len(ids))
         top = np.argpartition(-best, k - 1)[:k]
         ranked = sorted(top.tolist(), key=lambda i: (-best[i], self.hashes[ids[i]]))
         return [(self.hashes[ids[i]], float(best[i])) for i in ranked]
+
+    def _nearest_by_codes(self, query: FloatMatrix, k: int) -> tuple[IntArray, FloatMatrix]:
+        """Candidate hash ids and their exact best-chunk cosines: the rows nearest in Hamming
+        distance, re-scored in float32 (a hash's score: its best candidate chunk)."""
+        import numpy as np
+
+        q = np.asarray(query, dtype=np.float32).ravel()
+        if q.shape[0] != self.dim:
+            raise EmbedError(f"query has dim {q.shape[0]}, the cache holds dim {self.dim}")
+        codes, center = self._coded_rows()
+        distance = hamming(codes, binary_codes(q[None, :] > center)[0])
+        n = min(self.n_rows, max(RERANK_MIN, 64 * k))
+        rows = np.sort(np.argpartition(distance, n - 1)[:n])
+        scores = self.mat[rows] @ q
+        owner = np.searchsorted(self.starts, rows, side="right") - 1  # rows ascend: owners too
+        first = np.flatnonzero(np.diff(owner, prepend=-1))
+        best: FloatMatrix = np.maximum.reduceat(scores, first)
+        ids: IntArray = owner[first]
+        return ids, best
+
+    def _coded_rows(self) -> tuple[npt.NDArray[np.uint64], FloatMatrix]:
+        """Binary codes of every row, one 64-bit word per row and 64 dimensions, stored word
+        by word (``codes[w, row]``: a pass reads contiguous memory); only rows added since
+        the last call are coded."""
+        import numpy as np
+
+        if self._center is None:  # the mean of the rows held when coding starts, kept after
+            mean = self.mat[: self.n_rows].mean(axis=0, dtype=np.float64)
+            self._center = mean.astype(np.float32)
+        if self._codes is None or self._codes.shape[1] < self.n_rows:
+            grown = np.zeros(((self.dim + 63) // 64, self.mat.shape[0]), dtype=np.uint64)
+            if self._codes is not None:
+                grown[:, : self._coded] = self._codes[:, : self._coded]
+            self._codes = grown
+        for start in range(self._coded, self.n_rows, 65536):  # bounded temporaries
+            end = min(start + 65536, self.n_rows)
+            self._codes[:, start:end] = binary_codes(self.mat[start:end] > self._center).T
+        self._coded = self.n_rows
+        return self._codes[:, : self.n_rows], self._center
 
     def cosines(self, query: FloatMatrix, hashes: Iterable[str]) -> dict[str, float]:
         """Best-chunk cosine for each of ``hashes`` that is held (others are absent)."""
@@ -151,3 +208,33 @@ def rows_of(starts: IntArray, counts: IntArray) -> IntArray:
     offsets = np.cumsum(counts) - counts
     rows: IntArray = np.arange(int(counts.sum())) + np.repeat(starts - offsets, counts)
     return rows
+
+
+def binary_codes(bits: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint64]:
+    """Rows of booleans packed into 64-bit words (zero-padded to a whole word)."""
+    import numpy as np
+
+    packed_bits = np.packbits(bits, axis=1)
+    words = (bits.shape[1] + 63) // 64
+    padded = np.zeros((bits.shape[0], words * 8), dtype=np.uint8)
+    padded[:, : packed_bits.shape[1]] = packed_bits
+    codes: npt.NDArray[np.uint64] = padded.view(np.uint64)
+    return codes
+
+
+def hamming(codes: npt.NDArray[np.uint64], query: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint16]:
+    """Bits that differ between ``query`` (one code) and each column of ``codes`` (words ×
+    rows, as ``VectorMatrix`` keeps them)."""
+    import numpy as np
+
+    distance = np.zeros(codes.shape[1], dtype=np.uint16)  # at most 64 × words
+    table = None
+    for word, bits in zip(codes, query.tolist(), strict=True):
+        diff = np.bitwise_xor(word, np.uint64(bits))
+        if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+            distance += np.bitwise_count(diff)
+        else:  # a byte table: the same counts, a little slower
+            if table is None:
+                table = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(1)
+            distance += table[diff.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.uint16)
+    return distance
