@@ -50,7 +50,8 @@ def _pcts(samples: list[float]) -> dict[str, float]:
 def _queries(engine: Any, n: int) -> list[str]:
     from bench.index import sample_queries
 
-    entries = list(engine.entries.values())[:: max(1, len(engine.entries) // 20000)]
+    slots = engine.index.live_slots()
+    entries = [engine.slot_entry(int(s)) for s in slots[:: max(1, slots.size // 20000)]]
     return sample_queries(entries, n, 0, lambda e: engine.tokenizer(e.text))
 
 
@@ -125,16 +126,17 @@ def phase_vectors(vault: Path, snap_dir: Path, rows: int, n_queries: int) -> dic
     scan_with_snapshot(engine, save=False)
     index = engine.index
     rng = np.random.default_rng(0)
-    proj = rng.standard_normal((len(index._terms), DIM), dtype=np.float32)
+    terms = [tid for tid, _ in index.terms()]
+    proj = rng.standard_normal((max(terms, default=0) + 1, DIM), dtype=np.float32)
     rows = min(rows, index.capacity)
     path = Path(tempfile.mkdtemp(prefix="wmw-vec-")) / "vectors.npy"
     mat = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, DIM))
     t0 = time.perf_counter()
-    for tid in range(len(index._terms)):  # vectors = tf-weighted sum of term projections
-        slots = np.frombuffer(index._post_slot[tid], dtype=np.int32)
+    for tid in terms:  # vectors = tf-weighted sum of term projections
+        slots, tf_ints = index.postings(tid)
         keep = slots < rows
         if keep.any():
-            tfs = np.frombuffer(index._post_tf[tid], dtype=np.int32)[keep]
+            tfs = tf_ints[keep]
             mat[slots[keep]] += tfs[:, None] * proj[tid]  # a term's slots are distinct
     norms = np.linalg.norm(mat, axis=1, keepdims=True)
     mat /= np.maximum(norms, 1e-9)

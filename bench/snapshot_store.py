@@ -59,10 +59,10 @@ def _fts_write(engine: Any, db: Path, heading_weight: int) -> float:
     for n, (rel, rec) in enumerate(engine.files.items()):
         mtime, size, _ = rec.stat or (-1, -1, True)
         con.execute(
-            "INSERT INTO files VALUES (?,?,?,?,?)", (rel, mtime, size, rec.text_hash, len(rec.ids))
+            "INSERT INTO files VALUES (?,?,?,?,?)",
+            (rel, mtime, size, rec.text_hash, len(rec.slots)),
         )
-        for entry_id in rec.ids:
-            e = engine.entries[entry_id]
+        for e in engine.entries_of(rel):
             rowid = len(rows) + 1
             meta = json.dumps([e.ts, e.owner, e.source, e.tags, e.title])
             rows.append(
@@ -117,7 +117,7 @@ def measure(vault: Path, queries_n: int) -> dict[str, object]:
     with no_gc():
         snap = read_snapshot(path, fresh)
         assert snap is not None
-        fresh.restore(snap.files, snap.entries, snap.index)
+        fresh.restore(snap.files, snap.store, snap.index)
     out["ours_load_s"] = round(time.perf_counter() - started, 3)
     del snap
 
@@ -130,7 +130,7 @@ def measure(vault: Path, queries_n: int) -> dict[str, object]:
 
         slots, scores = fresh.index.score(terms)
         top = slots[np.argsort(-scores, kind="stable")[:10]]
-        return [str(fresh.index.key(int(s))) for s in top]
+        return [fresh.slot_id(int(s)) for s in top]
 
     times = []
     ours_hits = []

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_bm25 import assert_same, naive_bm25, scores_by_key
-from wikimem_watch.core.bm25 import Bm25Index
+from tests.unit.test_bm25 import Keyed, assert_same, naive_bm25, scores_by_key
+from wikimem_watch.core import bm25
 
 WORDS = st.sampled_from(["cat", "dog", "火锅", "run", "mat", "sun", "moon", "年糕"])
 DOC = st.lists(WORDS, min_size=1, max_size=8)
@@ -27,7 +29,7 @@ OPS = st.lists(
 def test_incremental_index_equals_rebuild_and_reference(
     ops: list[tuple[str, str, list[str]]], query: list[str]
 ) -> None:
-    live = Bm25Index()
+    live = Keyed()
     docs: dict[str, list[str]] = {}
     for op, key, arg in ops:
         if op == "put":
@@ -41,12 +43,37 @@ def test_incremental_index_equals_rebuild_and_reference(
             live.upsert(arg[0], docs[key])
             docs[arg[0]] = docs.pop(key)
         elif op == "flush":
-            live.flush(force=True)  # compact now (the engine's flush waits for a threshold)
-    fresh = Bm25Index()
+            live.index.flush(force=True)  # compact now (the engine waits for a threshold)
+    fresh = Keyed()
     for key, tokens in docs.items():
         fresh.upsert(key, tokens)
-    want = naive_bm25(docs, query, live.k1, live.b)
+    want = naive_bm25(docs, query, live.index.k1, live.index.b)
     assert_same(scores_by_key(live, query), want)
     assert_same(scores_by_key(fresh, query), want)
-    live.flush()
+    live.index.flush()
     assert_same(scores_by_key(live, query), want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(OPS, st.lists(WORDS, min_size=1, max_size=3))
+def test_packing_rare_terms_into_the_base_changes_no_score(
+    ops: list[tuple[str, str, list[str]]], query: list[str]
+) -> None:
+    """With a pack after every second new term (and every term rare), the index still equals
+    the naive reference, through packs, copies out of the base and rewrites of it."""
+    with patch.object(bm25, "PACK_TERMS", 2), patch.object(bm25, "PACK_POSTINGS", 3):
+        live = Keyed()
+        docs: dict[str, list[str]] = {}
+        for op, key, arg in ops:
+            if op == "put":
+                live.upsert(key, arg)
+                docs[key] = arg
+            elif op == "del":
+                live.remove(key)
+                docs.pop(key, None)
+            live.index.flush(force=op == "flush")
+        want = naive_bm25(docs, query, live.index.k1, live.index.b)
+        assert_same(scores_by_key(live, query), want)
+        for key, (slot, _) in live.docs.items():
+            got = live.index.matched_terms(slot, query)
+            assert got == [t for t in dict.fromkeys(query) if t in docs[key]]

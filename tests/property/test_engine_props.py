@@ -46,9 +46,9 @@ def previous_of(engine: Engine) -> dict[str, str | None]:
     prev = engine.previous_slots()
     out: dict[str, str | None] = {}
     for entry_id in engine.entries:
-        slot = engine.index.slot(entry_id)
+        slot = engine.slot_of(entry_id)
         assert slot is not None
-        out[entry_id] = engine.index.key(int(prev[slot])) if prev[slot] >= 0 else None
+        out[entry_id] = engine.slot_id(int(prev[slot])) if prev[slot] >= 0 else None
     return out
 
 

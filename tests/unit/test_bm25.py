@@ -31,9 +31,34 @@ def naive_bm25(
     return out
 
 
-def scores_by_key(index: Bm25Index, query: list[str]) -> dict[str, float]:
-    slots, scores = index.score(query)
-    return {str(index.key(int(s))): float(v) for s, v in zip(slots, scores, strict=True)}
+class Keyed:
+    """Documents by name over the slot-numbered index, as the engine keeps them: the tokens
+    a document was added with are what removing it takes."""
+
+    def __init__(self, index: Bm25Index | None = None) -> None:
+        self.index = index or Bm25Index()
+        self.docs: dict[str, tuple[int, list[str]]] = {}
+
+    def upsert(self, key: str, tokens: list[str]) -> int:
+        self.remove(key)
+        slot = self.index.add(tokens)
+        self.docs[key] = (slot, tokens)
+        return slot
+
+    def remove(self, key: str) -> bool:
+        if key not in self.docs:
+            return False
+        slot, tokens = self.docs.pop(key)
+        self.index.remove(slot, tokens)
+        return True
+
+    def key(self, slot: int) -> str:
+        return next(k for k, (s, _) in self.docs.items() if s == slot)
+
+
+def scores_by_key(keyed: Keyed, query: list[str]) -> dict[str, float]:
+    slots, scores = keyed.index.score(query)
+    return {keyed.key(int(s)): float(v) for s, v in zip(slots, scores, strict=True)}
 
 
 def assert_same(got: dict[str, float], want: dict[str, float]) -> None:
@@ -51,7 +76,7 @@ DOCS = {
 
 
 def test_scores_match_the_naive_reference() -> None:
-    index = Bm25Index(k1=1.2, b=0.75)
+    index = Keyed(Bm25Index(k1=1.2, b=0.75))
     for key, tokens in DOCS.items():
         index.upsert(key, tokens)
     for query in (["cat"], ["cat", "food"], ["火锅"], ["missing"], ["cat", "cat"]):
@@ -59,7 +84,7 @@ def test_scores_match_the_naive_reference() -> None:
 
 
 def test_remove_and_replace_keep_statistics_exact() -> None:
-    index = Bm25Index()
+    index = Keyed()
     for key, tokens in DOCS.items():
         index.upsert(key, tokens)
     index.remove("b")
@@ -68,64 +93,108 @@ def test_remove_and_replace_keep_statistics_exact() -> None:
     del docs["b"]
     # Before and after the flush that drops dead postings, scores are identical.
     assert_same(scores_by_key(index, ["cat", "the"]), naive_bm25(docs, ["cat", "the"]))
-    index.flush()
+    index.index.flush()
     assert_same(scores_by_key(index, ["cat", "the"]), naive_bm25(docs, ["cat", "the"]))
-    assert len(index) == 3
-    assert index.avg_doc_len == pytest.approx(sum(map(len, docs.values())) / 3)
+    assert len(index.index) == 3
+    assert index.index.avg_doc_len == pytest.approx(sum(map(len, docs.values())) / 3)
 
 
 def test_freed_slots_are_reused_without_stale_postings() -> None:
-    index = Bm25Index()
-    index.upsert("x", ["alpha"])
-    slot = index.slot("x")
+    index = Keyed()
+    slot = index.upsert("x", ["alpha"])
     index.remove("x")
-    index.flush(force=True)
-    index.upsert("y", ["beta"])
-    assert index.slot("y") == slot  # compaction freed the slot
+    index.index.flush(force=True)
+    assert index.upsert("y", ["beta"]) == slot  # compaction freed the slot
     assert scores_by_key(index, ["alpha"]) == {}
     assert set(scores_by_key(index, ["beta"])) == {"y"}
+
+
+def _postings(index: Bm25Index, term: str) -> int:
+    return len(index.postings(index._term_id[term])[0])
 
 
 def test_a_removal_leaves_a_tombstone_until_enough_have_gathered() -> None:
     from wikimem_watch.core.bm25 import COMPACT_MIN
 
-    index = Bm25Index()
-    index.upsert_many([(f"d{i}", ["common", f"w{i}"]) for i in range(10)])
+    index = Keyed()
+    for i in range(10):
+        index.upsert(f"d{i}", ["common", f"w{i}"])
     index.remove("d3")
-    index.flush()  # one tombstone is far below the threshold: no pass over "common"
-    assert len(np.frombuffer(index._post_slot[index._term_id["common"]], dtype=np.int32)) == 10
+    index.index.flush()  # one tombstone is far below the threshold: no pass over "common"
+    assert _postings(index.index, "common") == 10
     assert "d3" not in scores_by_key(index, ["common"])  # masked: queries stay exact
-    index.upsert("d3", ["common", "again"])
-    assert index.slot("d3") == 10  # a tombstoned slot is not reused before compaction
+    assert index.upsert("d3", ["common", "again"]) == 10  # not reused before compaction
     for i in range(COMPACT_MIN):
         index.upsert(f"n{i}", ["x"])
         index.remove(f"n{i}")
-    index.flush()
-    assert len(np.frombuffer(index._post_slot[index._term_id["common"]], dtype=np.int32)) == 10
+    index.index.flush()
+    assert _postings(index.index, "common") == 10
 
 
 def test_empty_index_and_empty_query_score_nothing() -> None:
     index = Bm25Index()
     slots, scores = index.score(["x"])
     assert slots.size == 0 and scores.size == 0
-    index.upsert("a", ["x"])
+    index.add(["x"])
     assert index.score([])[0].size == 0
 
 
 def test_matched_terms_follow_query_order() -> None:
     index = Bm25Index()
-    slot = index.upsert("a", ["cat", "mat", "sat"])
+    slot = index.add(["cat", "mat", "sat"])
     assert index.matched_terms(slot, ["sat", "dog", "cat", "sat"]) == ["sat", "cat"]
 
 
-def test_removing_an_unknown_key_is_false() -> None:
-    assert Bm25Index().remove("nope") is False
+def test_removing_an_empty_slot_is_an_error() -> None:
+    with pytest.raises(KeyError):
+        Bm25Index().remove(0, ["x"])
 
 
 def test_index_grows_past_its_initial_capacity() -> None:
-    index = Bm25Index()
+    index = Keyed()
     for i in range(3000):
         index.upsert(f"d{i}", ["common", f"t{i}"])
-    slots, scores = index.score(["t2999"])
+    slots, scores = index.index.score(["t2999"])
     assert [index.key(int(s)) for s in slots] == ["d2999"]
     assert np.all(scores > 0)
+
+
+def test_removal_with_other_tokens_than_were_added_still_removes_the_right_postings() -> None:
+    """The engine derives a removed entry's tokens again; should they ever differ, the
+    postings are searched instead, and the statistics stay exact."""
+    index = Keyed()
+    for key, tokens in DOCS.items():
+        index.upsert(key, tokens)
+    slot, _ = index.docs.pop("a")
+    index.index.remove(slot, ["wrong", "tokens"])
+    docs = {k: v for k, v in DOCS.items() if k != "a"}
+    assert_same(scores_by_key(index, ["cat", "the"]), naive_bm25(docs, ["cat", "the"]))
+    index.index.flush(force=True)
+    assert_same(scores_by_key(index, ["cat", "the"]), naive_bm25(docs, ["cat", "the"]))
+
+
+def test_an_index_from_postings_scores_like_one_built_and_changes_like_one() -> None:
+    built = Keyed()
+    for key, tokens in DOCS.items():
+        built.upsert(key, tokens)
+    terms = sorted({t for tokens in DOCS.values() for t in tokens})
+    keys = list(DOCS)
+    counts, slots, tfs = [], [], []
+    for term in terms:
+        have = [(n, DOCS[k].count(term)) for n, k in enumerate(keys) if term in DOCS[k]]
+        counts.append(len(have))
+        slots += [n for n, _ in have]
+        tfs += [tf for _, tf in have]
+    as_i32 = lambda v: np.array(v, dtype=np.int32)  # noqa: E731
+    loaded = Keyed(
+        Bm25Index.from_postings(len(keys), terms, as_i32(counts), as_i32(slots), as_i32(tfs))
+    )
+    loaded.docs = {k: (n, DOCS[k]) for n, k in enumerate(keys)}
+    for query in (["cat"], ["cat", "food", "火锅"]):
+        assert_same(scores_by_key(loaded, query), scores_by_key(built, query))
+    for index in (built, loaded):
+        index.upsert("a", ["cat", "again"])
+        index.remove("c")
+        index.index.flush(force=True)
+    assert_same(scores_by_key(loaded, ["cat", "火锅"]), scores_by_key(built, ["cat", "火锅"]))
+    assert loaded.index.matched_terms(loaded.docs["b"][0], ["food", "cat", "x"]) == ["food", "cat"]

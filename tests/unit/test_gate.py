@@ -193,10 +193,10 @@ def test_the_entry_before_follows_edits(tmp_path: Path) -> None:
     write(tmp_path, "diary/2026-11-02.md", "## 20:00\nzebra\n\n## 20:03\nlion\n\n## 20:05\nzebra\n")
     engine.apply(["diary/2026-11-02.md"])
     prev = engine.previous_slots()
-    slot = engine.index.slot("diary/2026-11-02.md#20:05")
+    slot = engine.slot_of("diary/2026-11-02.md#20:05")
     assert slot is not None
-    assert engine.index.key(int(prev[slot])) == "diary/2026-11-02.md#20:03"
-    first = engine.index.slot("diary/2026-11-02.md#20:00")
+    assert engine.slot_id(int(prev[slot])) == "diary/2026-11-02.md#20:03"
+    first = engine.slot_of("diary/2026-11-02.md#20:00")
     assert first is not None and prev[first] == -1
 
 

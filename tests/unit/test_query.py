@@ -236,7 +236,7 @@ def vector_engine() -> Engine:
 
 def _dentist(engine: Engine) -> str:
     entry = next(e for e in engine.entries.values() if "dentist" in e.text.lower())
-    slot = engine.index.slot(entry.id)
+    slot = engine.slot_of(entry.id)
     assert slot is not None
     return engine.vector_key(slot)
 

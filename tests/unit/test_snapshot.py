@@ -115,64 +115,117 @@ def test_a_racy_file_is_hashed_not_trusted(tmp_path: Path) -> None:
     assert "wiki/a.md#Item" not in [hit[0] for hit in _scores(again, "cat")]
 
 
-def _mangle(path: Path, section: str, change: Callable[[bytes], bytes]) -> None:
-    """Rewrite one section with a valid CRC: only the content checks can catch it."""
+def _sections(path: Path) -> tuple[dict[str, object], dict[str, bytes]]:
     data = path.read_bytes()
-    (hlen,) = struct.unpack("<Q", data[-len(MAGIC) - 8 : -len(MAGIC)])
-    header = json.loads(data[-len(MAGIC) - 8 - hlen : -len(MAGIC) - 8])
+    (hlen, _) = struct.unpack("<QI", data[-len(MAGIC) - 12 : -len(MAGIC)])
+    header = json.loads(data[-len(MAGIC) - 12 - hlen : -len(MAGIC) - 12])
     blobs = {s["name"]: data[s["offset"] : s["offset"] + s["length"]] for s in header["sections"]}
-    blobs[section] = change(blobs[section])
+    return header, blobs
+
+
+def _rewrite(path: Path, header: dict[str, object], blobs: dict[str, bytes]) -> None:
+    """Write the sections back with valid CRCs: only the content checks can catch a change."""
     out = bytearray(MAGIC)
-    for sec in header["sections"]:
-        blob = blobs[sec["name"]]
-        sec.update(offset=len(out), length=len(blob), crc=zlib.crc32(blob))
+    table = []
+    for name, blob in blobs.items():
+        table.append(
+            {"name": name, "offset": len(out), "length": len(blob), "crc": zlib.crc32(blob)}
+        )
         out += blob
-    raw = json.dumps(header).encode()
-    path.write_bytes(bytes(out) + raw + struct.pack("<Q", len(raw)) + MAGIC)
+    raw = json.dumps({**header, "sections": table}).encode()
+    path.write_bytes(bytes(out) + raw + struct.pack("<QI", len(raw), zlib.crc32(raw)) + MAGIC)
+
+
+def _mangle(path: Path, section: str, change: Callable[[bytes], bytes]) -> None:
+    """Rewrite one section with a valid CRC."""
+    header, blobs = _sections(path)
+    blobs[section] = change(blobs[section])
+    _rewrite(path, header, blobs)
 
 
 def _json_edit(fn: Callable[[object], object]) -> Callable[[bytes], bytes]:
     return lambda blob: json.dumps(fn(json.loads(blob))).encode()
 
 
-def _set(col: str, value: object) -> Callable[[bytes], bytes]:
-    def change(cols: object) -> object:
-        assert isinstance(cols, dict)
-        cols[col][0] = value
-        return cols
-
-    return _json_edit(change)
+def _ints(fmt: str, values: list[int]) -> Callable[[bytes], bytes]:
+    """Overwrite the first values of a little-endian array."""
+    size = struct.calcsize(fmt)
+    return lambda blob: struct.pack(f"<{len(values)}{fmt}", *values) + blob[size * len(values) :]
 
 
-def _int32(values: list[int]) -> Callable[[bytes], bytes]:
-    return lambda blob: struct.pack(f"<{len(values)}i", *values) + blob[4 * len(values) :]
+def _all(fmt: str, value: int) -> Callable[[bytes], bytes]:
+    size = struct.calcsize(fmt)
+    return lambda blob: struct.pack(f"<{len(blob) // size}{fmt}", *[value] * (len(blob) // size))
 
 
 BAD = {
     "torn": None,
     "flipped byte": None,
-    "path outside": ("files", _json_edit(lambda f: [["../x.md", *f[0][1:]], *f[1:]])),  # type: ignore[index]
-    "repeated file": ("files", _json_edit(lambda f: [f[0], *f])),  # type: ignore[index]
-    "bad kind": ("entries.0", _set("kind", "bogus")),
-    "bad line": ("entries.0", _set("line", 0)),
-    "bad hash": ("entries.0", _set("hash", "not hex")),
-    "bad link": ("entries.0", _set("links", [0, [["a", None, None, "yes", "obsidian"]]])),
-    "odd meta": ("entries.0", _set("meta", [0, ["owner"]])),
-    "sparse row out of range": ("entries.0", _set("tags", [10**6, ["x"]])),
-    "foreign id": ("entries.0", _set("id", "elsewhere.md#x")),
-    "wrong date": ("entries.0", _set("date", "1999-01-01")),
-    "deep json": ("files", lambda blob: b"[" * 100_000 + b"]" * 100_000),
+    "flipped header byte": None,
+    "path outside": ("files.paths", _json_edit(lambda f: ["../x.md", *f[1:]])),  # type: ignore[index]
+    "repeated file": ("files.paths", _json_edit(lambda f: [f[0], f[0], *f[2:]])),  # type: ignore[index]
+    "file stats torn": ("files.stat", lambda blob: blob[:-8]),
+    "racy flag not a flag": ("files.racy", _all("B", 7)),
+    "negative entry count": ("files.entries", _ints("i", [-1])),
+    "warnings row out of range": ("files.extra", lambda blob: b'[[1000000, ["w"], null]]'),
+    "symlink to itself": ("files.extra", _json_edit(lambda f: [[0, [], "SELF"]])),
+    "line zero": ("e.line", _ints("i", [0])),
+    "time out of range": ("e.minute", _ints("h", [1440])),
+    "a wiki item with a time": ("e.minute", _all("h", 0)),
+    "infinite recency time": ("e.epoch", lambda blob: struct.pack("<d", float("inf")) + blob[8:]),
+    "hashes torn": ("e.hash", lambda blob: blob[:-1]),
+    "foreign id": ("e.key", lambda blob: b"x" + blob[1:]),
+    "repeated id": ("e.key", lambda blob: blob.replace(b"#10:00", b"#09:00")),
+    "link flags out of range": ("e.links.flags", _all("B", 9)),
+    "negative tag count": ("e.tags.count", _ints("i", [-1])),
+    "missing link target": ("e.links.0.sizes", _ints("i", [-1])),
+    "override out of range": (
+        "e.overrides",
+        lambda blob: b'{"ts": [[1000000, null]], "owner": [], "source": [], "meta": []}',
+    ),
+    "override not a string": (
+        "e.overrides",
+        lambda blob: b'{"ts": [[0, 5]], "owner": [], "source": [], "meta": []}',
+    ),
+    "deep json": ("files.paths", lambda blob: b"[" * 100_000 + b"]" * 100_000),
     "repeated term": ("terms", _json_edit(lambda t: [t[1], *t[1:]])),  # type: ignore[index]
-    "slot out of range": ("post_slots", _int32([10**6])),
-    "zero tf": ("post_tfs", _int32([0])),
-    "counts off": ("term_counts", _int32([10**6])),
+    "slot out of range": ("post_slots", _ints("i", [10**6])),
+    "zero tf": ("post_tfs", _ints("i", [0])),
+    "counts off": ("term_counts", _ints("i", [10**6])),
     "ragged": ("post_tfs", lambda blob: blob[:-1]),
-    "short texts": ("texts.0", lambda blob: blob[:-1]),
-    "texts not utf-8": ("texts.0", lambda blob: b"\xff" + blob[1:]),
+    "short texts": ("e.text", lambda blob: blob[:-1]),
+    "texts not utf-8": ("e.text", lambda blob: b"\xff" + blob[1:]),
 }
 
 
-@pytest.mark.parametrize("how", sorted(BAD))
+def _cut_inside_a_character(path: Path) -> None:
+    """Move one text boundary into the middle of 火 (3 UTF-8 bytes)."""
+    header, blobs = _sections(path)
+    sizes = list(struct.unpack(f"<{len(blobs['e.text.sizes']) // 4}i", blobs["e.text.sizes"]))
+    inside = blobs["e.text"].index("火".encode()) + 1
+    end = 0
+    for row, size in enumerate(sizes):
+        end += max(size, 0)
+        if end > inside:
+            sizes[row] -= end - inside
+            sizes[row + 1] += end - inside
+            break
+    blobs["e.text.sizes"] = struct.pack(f"<{len(sizes)}i", *sizes)
+    _rewrite(path, header, blobs)
+
+
+def _extra_section(path: Path) -> None:
+    header, blobs = _sections(path)
+    _rewrite(path, header, {**blobs, "junk": b"x"})
+
+
+SPECIAL = {
+    "texts cut inside a character": _cut_inside_a_character,
+    "unknown section": _extra_section,
+}
+
+
+@pytest.mark.parametrize("how", sorted([*BAD, *SPECIAL]))
 def test_a_torn_or_inconsistent_snapshot_is_ignored_never_trusted(tmp_path: Path, how: str) -> None:
     root = _vault(tmp_path)
     first = _engine(root)
@@ -181,12 +234,20 @@ def test_a_torn_or_inconsistent_snapshot_is_ignored_never_trusted(tmp_path: Path
     assert path is not None
     if how == "torn":
         path.write_bytes(path.read_bytes()[:-40])
-    elif how == "flipped byte":
+    elif how in ("flipped byte", "flipped header byte"):
+        header, _ = _sections(path)
+        text = next(s for s in header["sections"] if s["name"] == "e.text")  # type: ignore[attr-defined]
         data = bytearray(path.read_bytes())
-        data[len(data) // 3] ^= 0x55
+        at = len(data) - len(MAGIC) - 20 if "header" in how else text["offset"] + 2
+        data[at] ^= 0x55
         path.write_bytes(bytes(data))
+    elif how in SPECIAL:
+        SPECIAL[how](path)
     else:
         section, change = BAD[how]  # type: ignore[misc]
+        if how == "symlink to itself":
+            paths = json.loads(_sections(path)[1]["files.paths"])
+            change = _json_edit(lambda f: [[0, [], paths[0]]])
         _mangle(path, section, change)
     engine = _engine(root)
     assert read_snapshot(path, engine) is None
@@ -204,7 +265,7 @@ def test_the_mangling_helper_keeps_an_untouched_snapshot_valid(tmp_path: Path) -
     scan_with_snapshot(first)
     path = first.config.snapshot_path
     assert path is not None
-    _mangle(path, "files", lambda blob: blob)
+    _mangle(path, "files.paths", lambda blob: blob)
     assert read_snapshot(path, _engine(root)) is not None
 
 
@@ -297,3 +358,17 @@ def test_a_one_shot_rewrites_the_snapshot_only_when_much_changed(tmp_path: Path)
     path.write_bytes(b"junk")  # unusable: the cold scan writes a new one
     scan_with_snapshot(_engine(root))
     assert read_snapshot(path, _engine(root)) is not None
+
+
+def test_an_entry_whose_ts_is_not_its_metadata_ts_survives_the_round_trip(tmp_path: Path) -> None:
+    """An invalid ts is None though the metadata comment holds it: stored as an exception."""
+    root = _vault(tmp_path)
+    write(root, "wiki/t.md", "## T\nbody <!-- wikimem: ts=yesterday | owner=a -->\n")
+    _age(root)
+    first = _engine(root)
+    scan_with_snapshot(first)
+    again = _engine(root)
+    assert scan_with_snapshot(again).changed == []
+    entry = again.entries["wiki/t.md#T"]
+    assert entry.ts is None and entry.owner == "a" and ("ts", "yesterday") in entry.meta
+    assert again.entries == first.entries

@@ -1,10 +1,17 @@
-"""An incremental BM25 inverted index. No I/O; the engine is its only caller.
+"""An incremental BM25 inverted index over numbered documents (slots). No I/O; the engine is
+its only caller.
 
 Documents are added and removed one at a time, and the corpus statistics (document count,
 total length, document frequency per term) are kept exact at every step, so the scores after
-any edit sequence equal those of a fresh build. Postings live in ``array('i')`` buffers that
-numpy reads without copying, which keeps memory near 8 bytes a posting and lets one query
-score every candidate with a few vector operations.
+any edit sequence equal those of a fresh build. A term's postings (slot, tf) live in one
+pair of ``array('i')`` buffers that numpy reads without copying, or — for an index loaded
+from a snapshot, until the term first changes — as a slice of two flat base arrays (one
+object for all terms instead of two per term; ADR-0015). Either way, one query scores every
+candidate with a few vector operations.
+
+The index keeps no per-document list of terms: removing a document takes the tokens it was
+added with (the engine derives them again from the stored entry, ADR-0018), checked against
+the document's length; should they ever disagree, the postings are searched instead.
 
 Removal marks a document's slot dead (a tombstone) and queues its terms; scoring masks dead
 slots, so every query is exact. :meth:`Bm25Index.flush` (called by the engine after each
@@ -15,10 +22,11 @@ amortised, whatever the size of the corpus (ADR-0014).
 
 from __future__ import annotations
 
+import logging
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 
 import numpy as np
@@ -26,21 +34,17 @@ import numpy.typing as npt
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
 COMPACT_MIN = 1024  # dead slots kept before a compaction is worth its pass
 COMPACT_FRACTION = 0.125  # ... or this share of the live documents, whichever is larger
+PACK_TERMS = 8192  # terms given their own buffers before the rare ones among them are packed
+PACK_POSTINGS = 64  # a term with at most this many postings is rare
 
-
-def _stable_order(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
-    """``np.argsort(values, kind="stable")`` for non-negative int32 values, as two 16-bit
-    radix passes (numpy radix-sorts 16-bit keys): about twice as fast at 10^6 and more."""
-    low = (values & 0xFFFF).astype(np.uint16)
-    high = (values >> 16).astype(np.uint16)
-    order = np.argsort(low, kind="stable")
-    return order[np.argsort(high[order], kind="stable")]
+log = logging.getLogger(__name__)
 
 
 class Bm25Index:
-    """BM25 (Lucene's non-negative idf) over string-keyed documents."""
+    """BM25 (Lucene's non-negative idf) over documents numbered by slot."""
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
@@ -48,18 +52,22 @@ class Bm25Index:
         self._term_id: dict[str, int] = {}
         self._terms: list[str] = []
         self._df: list[int] = []
-        self._post_slot: list[array[int]] = []
-        self._post_tf: list[array[int]] = []
-        self._slot_of: dict[str, int] = {}
-        self._key_of: list[str | None] = []
-        self._doc_terms: list[array[int] | None] = []
-        # After a snapshot load, the loaded documents' term ids stay in one flat buffer
-        # (``_flat_terms[_flat_at[s]:_flat_at[s + 1]]``) until a slot is removed: building
-        # an array per document would cost ~2 µs each at every start (ADR-0015).
-        self._flat_terms = np.zeros(0, dtype=np.int32)
-        self._flat_at = np.zeros(1, dtype=np.int64)
+        # A term's own postings, or None while they are the slice of the base arrays at
+        # _base_at[tid], _base_len[tid] long: every term of a snapshot, and the rare terms
+        # packed there by ``flush`` (an array object costs more than a rare term's postings).
+        self._post_slot: list[array[int] | None] = []
+        self._post_tf: list[array[int] | None] = []
+        self._base_at = np.zeros(0, dtype=np.int64)
+        self._base_len = np.zeros(0, dtype=np.int32)
+        self._base_slots = np.zeros(0, dtype=np.int32)
+        self._base_tfs = np.zeros(0, dtype=np.int32)
+        self._base_garbage = 0  # base postings of terms that have moved out
+        self._fresh: set[int] = set()  # terms given their own buffers since the last pack
+        self._unsorted: set[int] = set()  # terms whose postings are not in slot order
         self._doc_len = np.zeros(1024, dtype=np.float64)
         self._alive = np.zeros(1024, dtype=bool)
+        self._slots = 0  # one past the highest slot ever used
+        self._live = 0
         self._free: list[int] = []
         self._dead: list[int] = []
         self._dirty_terms: set[int] = set()
@@ -68,110 +76,91 @@ class Bm25Index:
     @classmethod
     def from_postings(
         cls,
-        keys: Sequence[str],
+        n_docs: int,
         terms: Sequence[str],
-        counts: npt.NDArray[np.int32],
-        slots: npt.NDArray[np.int32],
-        tfs: npt.NDArray[np.int32],
+        counts: I32,
+        slots: I32,
+        tfs: I32,
         *,
         k1: float = 1.2,
         b: float = 0.75,
     ) -> Bm25Index:
-        """An index holding ``keys`` at slots 0..n-1 from term-major postings: term ``t``
-        has the next ``counts[t]`` (slot, tf) pairs, slots ascending (a snapshot, ADR-0015).
+        """An index of ``n_docs`` documents at slots 0..n-1 from term-major postings: term
+        ``t`` has the next ``counts[t]`` (slot, tf) pairs, slots ascending (a snapshot).
 
-        The statistics (df, lengths, totals) are recomputed here, never taken on trust; the
-        caller has checked shapes and ranges (``snapshot_check.check_postings``).
+        The arrays are kept as they are (read-only is fine: a term copies its slice out the
+        first time it changes). The statistics (df, lengths, totals) are recomputed here,
+        never taken on trust; the caller has checked shapes and ranges.
         """
         index = cls(k1, b)
-        n = len(keys)
         index._term_id = {t: i for i, t in enumerate(terms)}
+        if len(index._term_id) != len(terms):
+            raise ValueError("from_postings: a term appears twice")
         index._terms = list(terms)
-        index._slot_of = {k: i for i, k in enumerate(keys)}
-        if len(index._slot_of) != n or len(index._term_id) != len(terms):
-            raise ValueError("from_postings: a key or a term appears twice")
-        index._key_of = list(keys)
-        capacity = max(1024, n)
-        index._doc_len = np.zeros(capacity, dtype=np.float64)
-        index._doc_len[:n] = np.bincount(slots, weights=tfs, minlength=n)
-        index._alive = np.zeros(capacity, dtype=bool)
-        index._alive[:n] = True
-        index._total_len = int(index._doc_len.sum())
-        ends = np.cumsum(counts, dtype=np.int64).tolist()
-        starts = [0, *ends[:-1]] if ends else []
-        slot_bytes = slots.astype("<i4").tobytes()
-        tf_bytes = tfs.astype("<i4").tobytes()
         index._df = counts.tolist()
-        index._post_slot = [
-            array("i", slot_bytes[a * 4 : e * 4]) for a, e in zip(starts, ends, strict=True)
-        ]
-        index._post_tf = [
-            array("i", tf_bytes[a * 4 : e * 4]) for a, e in zip(starts, ends, strict=True)
-        ]
-        del slot_bytes, tf_bytes
-        # Each document's term ids, ascending: the postings regrouped by slot.
-        tids = np.repeat(np.arange(len(terms), dtype=np.int32), counts)
-        index._flat_terms = tids[_stable_order(slots)]
-        index._flat_at = np.concatenate([[0], np.cumsum(np.bincount(slots, minlength=n))])
-        index._doc_terms = [None] * n
+        index._post_slot = [None] * len(terms)
+        index._post_tf = [None] * len(terms)
+        index._base_len = np.array(counts, dtype=np.int32)
+        index._base_at = np.cumsum(counts, dtype=np.int64) - index._base_len
+        index._base_slots, index._base_tfs = slots, tfs
+        capacity = max(1024, n_docs)
+        index._doc_len = np.zeros(capacity, dtype=np.float64)
+        index._doc_len[:n_docs] = np.bincount(slots, weights=tfs, minlength=n_docs)
+        index._alive = np.zeros(capacity, dtype=bool)
+        index._alive[:n_docs] = True
+        index._slots = index._live = n_docs
+        index._total_len = int(index._doc_len.sum())
         return index
 
     # ------------------------------------------------------------------ mutation
 
     def __len__(self) -> int:
-        return len(self._slot_of)
+        return self._live
 
     @property
     def avg_doc_len(self) -> float:
-        return self._total_len / len(self._slot_of) if self._slot_of else 0.0
+        return self._total_len / self._live if self._live else 0.0
 
     @property
     def capacity(self) -> int:
         """One past the highest slot in use; per-slot arrays kept by callers need this size."""
-        return len(self._key_of)
+        return self._slots
 
-    def slot(self, key: str) -> int | None:
-        return self._slot_of.get(key)
+    def live_slots(self) -> I64:
+        """Every slot that holds a document, ascending."""
+        return np.flatnonzero(self._alive[: self._slots]).astype(np.int64)
 
-    def key(self, slot: int) -> str | None:
-        return self._key_of[slot]
+    def alive(self, slot: int) -> bool:
+        return 0 <= slot < self._slots and bool(self._alive[slot])
 
-    def upsert(self, key: str, tokens: Sequence[str]) -> int:
-        """Add (or replace) one document; returns its slot."""
-        return self.upsert_many([(key, tokens)])[0]
+    def add(self, tokens: Sequence[str]) -> int:
+        """Add one document; returns its slot."""
+        return self.add_many([tokens])[0]
 
-    def upsert_many(self, docs: Sequence[tuple[str, Sequence[str]]]) -> list[int]:
-        """Add (or replace) documents; returns their slots, in order.
+    def add_many(self, docs: Sequence[Sequence[str]]) -> list[int]:
+        """Add documents; returns their slots, in order.
 
         Postings are appended term by term, not document by document: a scan of 100k entries
         makes one buffer append per distinct term instead of one per (term, document) pair.
         """
-        if len({key for key, _ in docs}) != len(docs):
-            raise ValueError("upsert_many: a key appears twice")
-        for key, _ in docs:
-            self.remove(key)
+        slots = [self._free.pop() if self._free else self._new_slot() for _ in docs]
         term_id = self._term_id
-        slots: list[int] = []
         flat_tid, flat_slot, flat_tf = array("i"), array("i"), array("i")
-        for key, tokens in docs:
-            slot = self._free.pop() if self._free else self._new_slot()
+        # In slot order, so each term's appended postings ascend.
+        for slot, tokens in sorted(zip(slots, docs, strict=True), key=lambda p: p[0]):
             counts = Counter(tokens)
             ids = list(map(term_id.get, counts, repeat(-1)))
             if -1 in ids:
                 ids = [
                     self._term(t) if tid < 0 else tid for t, tid in zip(counts, ids, strict=True)
                 ]
-            tids = array("i", ids)
-            flat_tid.extend(tids)
-            flat_slot.extend(array("i", [slot]) * len(tids))
-            flat_tf.extend(array("i", counts.values()))
-            self._slot_of[key] = slot
-            self._key_of[slot] = key
-            self._doc_terms[slot] = tids
+            flat_tid.extend(ids)
+            flat_slot.extend(array("i", [slot]) * len(ids))
+            flat_tf.extend(counts.values())
             self._doc_len[slot] = len(tokens)
             self._alive[slot] = True
             self._total_len += len(tokens)
-            slots.append(slot)
+        self._live += len(docs)
         tid_arr = np.frombuffer(flat_tid, dtype=np.int32)
         order = np.argsort(tid_arr, kind="stable")
         tid_sorted = tid_arr[order]
@@ -185,8 +174,11 @@ class Bm25Index:
                 continue
             tid = int(tid_sorted[a])
             self._df[tid] += b - a
-            self._post_slot[tid].frombytes(slot_sorted[a:b].tobytes())
-            self._post_tf[tid].frombytes(tf_sorted[a:b].tobytes())
+            own_slots, own_tfs = self._own(tid)
+            if own_slots and own_slots[-1] > slot_sorted[a]:
+                self._unsorted.add(tid)  # a reused slot below the term's last one
+            own_slots.frombytes(slot_sorted[a:b].tobytes())
+            own_tfs.frombytes(tf_sorted[a:b].tobytes())
         return slots
 
     def _term(self, term: str) -> int:
@@ -197,25 +189,101 @@ class Bm25Index:
         self._df.append(0)
         self._post_slot.append(array("i"))
         self._post_tf.append(array("i"))
+        self._fresh.add(tid)
         return tid
 
-    def remove(self, key: str) -> bool:
-        """Remove one document; False when it was not indexed."""
-        slot = self._slot_of.pop(key, None)
-        if slot is None:
-            return False
-        tids = self._terms_of(slot)
-        assert tids is not None
+    def _own(self, tid: int) -> tuple[array[int], array[int]]:
+        """The term's postings as its own buffers (copied out of the base the first time)."""
+        own_slots, own_tfs = self._post_slot[tid], self._post_tf[tid]
+        if own_slots is None or own_tfs is None:
+            a = int(self._base_at[tid])
+            b = a + int(self._base_len[tid])
+            own_slots = array("i", self._base_slots[a:b].tobytes())
+            own_tfs = array("i", self._base_tfs[a:b].tobytes())
+            self._base_garbage += b - a
+            self._fresh.add(tid)
+            self._post_slot[tid], self._post_tf[tid] = own_slots, own_tfs
+        return own_slots, own_tfs
+
+    def postings(self, tid: int) -> tuple[I32, I32]:
+        """(slots, tfs) of one term, dead slots included, without copying."""
+        own_slots, own_tfs = self._post_slot[tid], self._post_tf[tid]
+        if own_slots is None or own_tfs is None:
+            a = int(self._base_at[tid])
+            b = a + int(self._base_len[tid])
+            return self._base_slots[a:b], self._base_tfs[a:b]
+        return np.frombuffer(own_slots, dtype=np.int32), np.frombuffer(own_tfs, dtype=np.int32)
+
+    def terms(self) -> Iterator[tuple[int, str]]:
+        """(term id, term) of every term some live or dead document still holds."""
+        for tid, term in enumerate(self._terms):
+            if term and self._df[tid] > 0:
+                yield tid, term
+
+    def posting_chunks(self, size: int = 1 << 22) -> Iterator[tuple[list[int], I32, I32, I32]]:
+        """Every held term's postings (dead slots too), in term-id order, in chunks of whole
+        terms of about ``size`` postings: (term ids, postings per term, slots, tfs)."""
+        tids: list[int] = []
+        counts: list[int] = []
+        slot_parts: list[I32] = []
+        tf_parts: list[I32] = []
+        held = 0
+        for tid, _ in self.terms():
+            slots, tfs = self.postings(tid)
+            tids.append(tid)
+            counts.append(slots.size)
+            slot_parts.append(slots)
+            tf_parts.append(tfs)
+            held += slots.size
+            if held >= size:
+                yield (
+                    tids,
+                    np.array(counts, np.int32),
+                    np.concatenate(slot_parts),
+                    np.concatenate(tf_parts),
+                )
+                tids, counts, slot_parts, tf_parts, held = [], [], [], [], 0
+        if tids:
+            yield (
+                tids,
+                np.array(counts, np.int32),
+                np.concatenate(slot_parts),
+                np.concatenate(tf_parts),
+            )
+
+    def remove(self, slot: int, tokens: Sequence[str]) -> None:
+        """Remove the document at ``slot``; ``tokens`` are the ones it was added with."""
+        if not self.alive(slot):
+            raise KeyError(f"no document at slot {slot}")
+        counts = Counter(tokens)
+        tids = [self._term_id.get(t, -1) for t in counts]
+        if len(tokens) != self._doc_len[slot] or -1 in tids or not self._holds(slot, tids):
+            log.warning("slot %d: tokens differ from the indexed ones; searching postings", slot)
+            tids = self._scan_terms(slot)
         for tid in tids:
             self._df[tid] -= 1
         self._dirty_terms.update(tids)
         self._total_len -= int(self._doc_len[slot])
         self._alive[slot] = False
-        self._key_of[slot] = None
-        self._doc_terms[slot] = None
         self._doc_len[slot] = 0.0
+        self._live -= 1
         self._dead.append(slot)
-        return True
+
+    def _holds(self, slot: int, tids: list[int]) -> bool:
+        """Whether every term in ``tids`` has a posting at ``slot`` (checks the first one
+        only when there are many: a cheap guard, not a proof)."""
+        return all(self._has(tid, slot) for tid in tids[:2])
+
+    def _has(self, tid: int, slot: int) -> bool:
+        slots, _ = self.postings(tid)
+        if tid in self._unsorted:
+            return bool((slots == slot).any())
+        at = int(np.searchsorted(slots, slot))
+        return at < slots.size and int(slots[at]) == slot
+
+    def _scan_terms(self, slot: int) -> list[int]:
+        """Every term with a posting at ``slot``: a pass over all postings (a fallback)."""
+        return [tid for tid, _ in self.terms() if self._has(tid, slot)]
 
     def flush(self, force: bool = False) -> None:
         """Compact: drop dead postings from the terms they touched and free their slots.
@@ -226,39 +294,74 @@ class Bm25Index:
         live ones (at least ``COMPACT_MIN``): its cost, linear in the touched lists, is spread
         over that many edits, so an edit costs the same amortised at 10k and 1M entries.
         """
+        if len(self._fresh) >= PACK_TERMS:
+            self._pack()
         if not self._dead:
             return
-        if not force and len(self._dead) < max(COMPACT_MIN, COMPACT_FRACTION * len(self._slot_of)):
+        if not force and len(self._dead) < max(COMPACT_MIN, COMPACT_FRACTION * self._live):
             return
         alive = self._alive
         for tid in self._dirty_terms:
-            slots = np.frombuffer(self._post_slot[tid], dtype=np.int32)
+            slots, tfs = self.postings(tid)
             keep = alive[slots]
             if keep.all():
                 continue
-            tfs = np.frombuffer(self._post_tf[tid], dtype=np.int32)
             self._post_slot[tid] = array("i", slots[keep].tobytes())
             self._post_tf[tid] = array("i", tfs[keep].tobytes())
             if self._df[tid] == 0:
                 # Forget the term entirely so the vocabulary never grows from churn alone.
                 del self._term_id[self._terms[tid]]
                 self._terms[tid] = ""
+                self._unsorted.discard(tid)
         self._free.extend(self._dead)
         self._dead.clear()
         self._dirty_terms.clear()
 
-    def _terms_of(self, slot: int) -> array[int] | None:
-        """The term ids of the live document at ``slot`` (``None``: no document)."""
-        tids = self._doc_terms[slot]
-        if tids is None and slot + 1 < len(self._flat_at) and self._alive[slot]:
-            a, b = int(self._flat_at[slot]), int(self._flat_at[slot + 1])
-            tids = array("i", self._flat_terms[a:b].tobytes())
-        return tids
+    def _pack(self) -> None:
+        """Move the rare terms among those given their own buffers since the last pack into
+        the base arrays: two ``array`` objects cost ~200 bytes, a rare term's postings a few.
+        The base is appended to (rewritten once half of it belongs to terms that left)."""
+        small = [t for t in self._fresh if len(self._post_slot[t] or ()) <= PACK_POSTINGS]
+        self._fresh.clear()
+        if not small:
+            return
+        if 2 * self._base_garbage > self._base_slots.size:
+            self._rebase()
+        grow = len(self._terms) - self._base_at.size
+        if grow > 0:
+            self._base_at = np.concatenate([self._base_at, np.zeros(grow, dtype=np.int64)])
+            self._base_len = np.concatenate([self._base_len, np.zeros(grow, dtype=np.int32)])
+        lengths = np.array([len(self._post_slot[t] or ()) for t in small], dtype=np.int32)
+        tids = np.array(small, dtype=np.int64)
+        self._base_len[tids] = lengths
+        self._base_at[tids] = self._base_slots.size + np.cumsum(lengths, dtype=np.int64) - lengths
+        slots = np.frombuffer(b"".join(self._post_slot[t] or b"" for t in small), np.int32)
+        tfs = np.frombuffer(b"".join(self._post_tf[t] or b"" for t in small), np.int32)
+        self._base_slots = np.concatenate([self._base_slots, slots])
+        self._base_tfs = np.concatenate([self._base_tfs, tfs])
+        for t in small:
+            self._post_slot[t] = self._post_tf[t] = None
+
+    def _rebase(self) -> None:
+        """The base arrays without the postings of terms that have moved out of them."""
+        based = np.array(
+            [
+                t
+                for t in range(min(len(self._terms), self._base_at.size))
+                if self._post_slot[t] is None
+            ],
+            dtype=np.int64,
+        )
+        lengths = self._base_len[based].astype(np.int64)
+        starts = np.repeat(self._base_at[based] - (np.cumsum(lengths) - lengths), lengths)
+        rows = starts + np.arange(int(lengths.sum()), dtype=np.int64)
+        self._base_slots, self._base_tfs = self._base_slots[rows], self._base_tfs[rows]
+        self._base_at[based] = np.cumsum(lengths) - lengths
+        self._base_garbage = 0
 
     def _new_slot(self) -> int:
-        slot = len(self._key_of)
-        self._key_of.append(None)
-        self._doc_terms.append(None)
+        slot = self._slots
+        self._slots += 1
         if slot >= len(self._doc_len):
             grow = len(self._doc_len)
             self._doc_len = np.concatenate([self._doc_len, np.zeros(grow)])
@@ -272,18 +375,18 @@ class Bm25Index:
         tids = [
             t for t in dict.fromkeys(self._term_id.get(term) for term in terms) if t is not None
         ]
-        if not tids or not self._slot_of:
+        if not tids or not self._live:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-        n = len(self._slot_of)
+        n = self._live
         avgdl = self.avg_doc_len or 1.0
         k1, b = self.k1, self.b
-        scores = np.zeros(len(self._key_of), dtype=np.float64)
+        scores = np.zeros(self._slots, dtype=np.float64)
         for tid in tids:
             df = self._df[tid]
             if df == 0:
                 continue
-            slots = np.frombuffer(self._post_slot[tid], dtype=np.int32)
-            tfs = np.frombuffer(self._post_tf[tid], dtype=np.int32).astype(np.float64)
+            slots, tf_ints = self.postings(tid)
+            tfs = tf_ints.astype(np.float64)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             norm = k1 * (1.0 - b + b * self._doc_len[slots] / avgdl)
             scores[slots] += idf * tfs * (k1 + 1.0) / (tfs + norm)
@@ -294,8 +397,11 @@ class Bm25Index:
 
     def matched_terms(self, slot: int, terms: Iterable[str]) -> list[str]:
         """Which of ``terms`` occur in the document at ``slot``, in query order."""
-        tids = self._terms_of(slot)
-        if tids is None:
+        if not self.alive(slot):
             return []
-        have = set(tids)
-        return [t for t in dict.fromkeys(terms) if self._term_id.get(t, -1) in have]
+        out = []
+        for term in dict.fromkeys(terms):
+            tid = self._term_id.get(term)
+            if tid is not None and self._df[tid] > 0 and self._has(tid, slot):
+                out.append(term)
+        return out

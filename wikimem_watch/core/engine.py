@@ -1,9 +1,10 @@
 """The engine: the only mutator of the index, and the one query path every shell calls.
 
-It owns the BM25 index, the per-entry facts that filters read (kind, day, time), the note
-name table that links resolve against, and what each file contributed. ``apply(paths)``
-re-reads those files (an unchanged file costs one hash) and swaps their entries; ``query``
-reads under the same lock, so it always sees a consistent snapshot.
+It owns the BM25 index, the entry store (every entry's fields as columns, ADR-0018), the
+per-day lists that windows read, the note name table that links resolve against, and what
+each file contributed. ``apply(paths)`` re-reads those files (an unchanged file costs one
+hash) and swaps their entries; ``query`` reads under the same lock, so it always sees a
+consistent snapshot.
 
 Two locks (ADR-0011): ``apply_lock`` serialises appliers through read → hash → parse →
 tokenize → swap, and ``lock`` is held by readers and by the swap alone. A slow or hostile
@@ -16,22 +17,26 @@ import logging
 import os
 import threading
 import time
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date
-from pathlib import PurePosixPath
 
 import numpy as np
 
 from ..config import Config
-from ..vectors.service import VectorService
 from ..vectors.texts import embedding_texts
 from .bm25 import Bm25Index
-from .facts import asked_before, entry_digest, entry_epoch_days, indexed_text, make_tokenizer
+from .facts import asked_before, entry_epoch_days, indexed_text, make_tokenizer
 from .models import Entry
+from .names import Names, add_names, name_keys, remove_names
 from .parse import parse_note, text_hash
-from .reads import EngineReads
+from .reads import EngineReads, EntriesView
+from .store import EntryStore
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the vector side loads only when an embedder is configured
+    from ..vectors.service import VectorService
 
 __all__ = ["ApplyStats", "Engine", "FileRecord", "entry_epoch_days", "indexed_text"]
 
@@ -46,16 +51,18 @@ _BULK_ENTRIES = 4096
 
 @dataclass(slots=True)
 class FileRecord:
-    """What one file contributed: its text hash, its entries, parse warnings, and the
-    vault-relative target when the file is a symlink to another note of the vault."""
+    """What one file contributed: its text hash, the index slots of its entries (in file
+    order), parse warnings, and the vault-relative target when the file is a symlink to
+    another note of the vault."""
 
     text_hash: str
-    ids: tuple[str, ...]
+    slots: Sequence[int] = ()
     warnings: tuple[str, ...] = ()
     target: str | None = None
     # (mtime_ns, size, racy) of the file as read, taken before the read: a snapshot load
     # trusts a file whose stat still matches and is not racy (ADR-0015). None: unknown.
     stat: tuple[int, int, bool] | None = None
+    digest: int = 0  # of its entries' ids and content hashes (0 until computed)
 
 
 @dataclass(slots=True)
@@ -92,64 +99,76 @@ class Engine(EngineReads):
         self.lock = threading.RLock()  # readers, and the short swap of prepared files
         self.apply_lock = threading.RLock()  # serialises appliers (read + parse + swap)
         self.index = Bm25Index(config.k1, config.b)
+        self.store = EntryStore()
         self.files: dict[str, FileRecord] = {}
-        self.entries: dict[str, Entry] = {}
+        self.entries = EntriesView(self)
         self.skipped: dict[str, str] = {}
         self.linked_dirs: dict[str, str] = {}  # symlinked dirs leading outside: not followed
         self._links_to: dict[str, set[str]] = {}  # note → symlinks in the vault leading to it
-        self.days: dict[str, list[str]] = {}
-        self.names: dict[str, set[str]] = {}
+        self.days: dict[str, array[int]] = {}  # date → its diary slots, by (time, line)
+        self._names: Names | None = {}  # None until first needed after a restore
         self.generation = 0
         self.stat_refreshes = 0  # file stats renewed without a change (snapshot staleness)
         self.last_change_at: float | None = None
         self._digest = 0
-        # Entries restored from a snapshot whose digests are not folded into ``_digest``
-        # yet: XOR commutes, so ``digest()`` folds them in later (ADR-0015).
-        self._digest_pending: list[Entry] = []
-        self._slot_entry: list[Entry | None] = []
-        self._slot_day = np.zeros(0, dtype=np.int32)
-        self._slot_wiki = np.zeros(0, dtype=bool)
-        self._slot_epoch = np.zeros(0, dtype=np.float64)
-        # The entries before and after each diary entry in its day file (-1: none), for the
-        # neighbour term of the ranking (ADR-0009).
-        self._slot_prev = np.zeros(0, dtype=np.int64)
-        self._slot_next = np.zeros(0, dtype=np.int64)
-        # The vector side, kept as we go when an embedder is configured (ADR-0008): entry
-        # id → key of its embedded text, key → the entries sharing it, key → the text. A
-        # BM25-only engine keeps none of it (at 100k entries it is ~70 MB and ~2 s of build).
+        # Files restored from a snapshot whose digests are not folded into ``_digest`` yet:
+        # XOR commutes, so ``digest()`` folds them in when first asked (ADR-0015).
+        self._digest_pending: set[str] = set()
+        # The vector side, kept as we go when an embedder is configured (ADR-0008): slot →
+        # key of its embedded text, key → the slots sharing it, key → the text. A BM25-only
+        # engine keeps none of it (at 100k entries it is ~70 MB and ~2 s of build).
         self.tracks_vectors = config.embed != "none"
-        self._vector_key: dict[str, str] = {}
-        self._by_key: dict[str, set[str]] = {}
+        self._vector_key: dict[int, str] = {}
+        self._by_key: dict[str, set[int]] = {}
         self._embed_text: dict[str, str] = {}
-        self._name_keys: dict[str, set[str]] = {}  # path → the name keys it registered
         # Set by the owner (daemon or CLI) when an embedder is configured: ADR-0007.
         self.vectors: VectorService | None = None
 
     # ------------------------------------------------------------------ mutation
 
-    def restore(self, files: dict[str, FileRecord], entries: list[Entry], index: Bm25Index) -> None:
-        """Take over a whole index loaded from a snapshot (ADR-0015): ``index`` holds
-        ``entries`` at slots 0..n-1, in the order of ``files`` and their ids. Only an empty
-        engine may restore; the caller then applies the files that changed since."""
+    def restore(self, files: dict[str, FileRecord], store: EntryStore, index: Bm25Index) -> None:
+        """Take over a whole index loaded from a snapshot (ADR-0015): ``store`` and
+        ``index`` hold the entries at slots 0..n-1, in the order of ``files`` and their
+        slots. Only an empty engine may restore; the caller then applies the files that
+        changed since. The name table and the digests are built when first needed."""
         with self.apply_lock, self.lock:
-            if self.files or self.entries or self.skipped:
+            if self.files or self.skipped or len(self.index):
                 raise RuntimeError("restore() needs an empty engine")
-            self.index = index
-            self.files = files
-            embedded: list[str] = []
-            start = 0
+            self.index, self.store, self.files = index, store, files
             for rel, record in files.items():
-                mine = entries[start : start + len(record.ids)]
-                start += len(record.ids)
                 if record.target is not None:
                     self._links_to.setdefault(record.target, set()).add(rel)
-                self._add_names(rel, tuple(mine))
-                if self.tracks_vectors:
-                    embedded.extend(embedding_texts(mine))
-            self._record_entries(entries, range(len(entries)), embedded, digest=False)
-            self._digest_pending = entries
+            self._names = None
+            self._digest_pending = set(files)
+            self._restore_days()
+            if self.tracks_vectors:
+                for record in files.values():
+                    slots = list(record.slots)
+                    texts = embedding_texts([store.entry(s) for s in slots])
+                    self._track_vectors(slots, texts)
             self.generation += 1
             self.last_change_at = time.time()
+
+    def _restore_days(self) -> None:
+        """Days and neighbour links of a restored store, in a few vector operations."""
+        store, n = self.store, self.index.capacity
+        day, minute, line = store.day[:n], store.minute[:n], store.line[:n]
+        diary = np.flatnonzero(day > 0)
+        order = diary[np.lexsort((line[diary], minute[diary], day[diary]))]
+        if not order.size:
+            return
+        days = day[order]
+        cuts = np.flatnonzero(np.diff(days)) + 1
+        for chunk in np.split(order.astype(np.int32), cuts):
+            self.days[self.store.date_time(int(chunk[0]))[0] or ""] = array("i", chunk.tobytes())
+        # Neighbours: consecutive entries of one file, in (time, line) order (the files'
+        # slots are 0..n-1 in file order).
+        counts = [len(record.slots) for record in self.files.values()]
+        files = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        order = diary[np.lexsort((line[diary], minute[diary], files[diary]))]
+        same = files[order[1:]] == files[order[:-1]]
+        store.prev[order[1:][same]] = order[:-1][same]
+        store.next[order[:-1][same]] = order[1:][same]
 
     def scan(self) -> ApplyStats:
         """Bring the index in line with the files on disk (initial scan or full rescan)."""
@@ -234,18 +253,18 @@ class Engine(EngineReads):
         warnings = parsed.warnings + ((note.warning,) if note.warning else ())
         for w in warnings:
             log.warning("%s: %s", rel, w)
-        ids = tuple(e.id for e in parsed.entries)
         return _Prepared(
             rel,
-            record=FileRecord(digest, ids, warnings, note.target, stat),
+            record=FileRecord(digest, (), warnings, note.target, stat),
             entries=parsed.entries,
             tokens=self._tokens(parsed.entries),
             embedded=embedding_texts(parsed.entries) if self.tracks_vectors else [],
         )
 
-    def _tokens(self, entries: tuple[Entry, ...]) -> list[list[str]]:
+    def _tokens(self, entries: Sequence[Entry]) -> list[list[str]]:
         """The index terms of one file's entries (ADR-0009: headings as a field, and a diary
-        entry read with the question the entry before it ended with)."""
+        entry read with the question the entry before it ended with). Removing the entries
+        derives them again (ADR-0018), so this must depend on the entries alone."""
         weight = self.config.heading_weight
         asked = asked_before(entries) if self.config.question_context else [""] * len(entries)
         return [
@@ -266,9 +285,7 @@ class Engine(EngineReads):
         if not batch:
             return
         with self.lock:
-            added: list[Entry] = []
-            tokens: list[list[str]] = []
-            embedded: list[str] = []
+            added: list[_Prepared] = []
             changed = len(stats.changed) + len(stats.removed)
             for p in batch:
                 if p.gone:
@@ -280,19 +297,58 @@ class Engine(EngineReads):
                     stats.skipped.append(p.rel)
                 else:
                     self._drop(p.rel)
-                    added.extend(p.entries)
-                    tokens.extend(p.tokens)
-                    embedded.extend(p.embedded)
-                    self.files[p.rel] = p.record
-                    if p.record.target is not None:
-                        self._links_to.setdefault(p.record.target, set()).add(p.rel)
-                    self._add_names(p.rel, p.entries)
+                    added.append(p)
                     stats.changed.append(p.rel)
-            self._add_entries(added, tokens, embedded)
+            self._add(added)
             self.index.flush()
+            if self.store.wasteful():
+                self.store.compact(self.index.live_slots())
             if len(stats.changed) + len(stats.removed) > changed:
                 self.generation += 1
                 self.last_change_at = time.time()
+
+    def _add(self, prepared: list[_Prepared]) -> None:
+        """Index the entries of prepared files (one bulk index update) and record them."""
+        tokens = [t for p in prepared for t in p.tokens]
+        slots = self.index.add_many(tokens)
+        self.store.put(slots, [e for p in prepared for e in p.entries])
+        start = 0
+        for p in prepared:
+            assert p.record is not None
+            record = p.record
+            record.slots = array("i", slots[start : start + len(p.entries)])
+            start += len(p.entries)
+            self.files[p.rel] = record
+            if record.target is not None:
+                self._links_to.setdefault(record.target, set()).add(p.rel)
+            if self._names is not None:
+                first = p.entries[0] if p.entries else None
+                keys = name_keys(
+                    p.rel, first.title if first else None, first.aliases if first else ()
+                )
+                add_names(self._names, p.rel, keys)
+            record.digest = self._file_digest(p.rel, record.slots)
+            self._digest ^= record.digest
+            if self.tracks_vectors:
+                self._track_vectors(list(record.slots), p.embedded)
+        touched: set[str] = set()
+        for slot in slots:
+            day = self.store.date_time(slot)[0]
+            if day is not None:
+                self.days.setdefault(day, array("i")).append(slot)
+                touched.add(day)
+        minute, line = self.store.minute, self.store.line
+        for day in touched:
+            ordered = sorted(self.days[day], key=lambda s: (int(minute[s]), int(line[s])))
+            self.days[day] = array("i", ordered)
+            self._link_day(day)
+
+    def _track_vectors(self, slots: list[int], texts: list[str]) -> None:
+        for slot, text in zip(slots, texts, strict=True):
+            key = text_hash(text)  # the vector cache key: the embedded text, never a path
+            self._vector_key[slot] = key
+            self._by_key.setdefault(key, set()).add(slot)
+            self._embed_text[key] = text
 
     def _drop(self, rel: str) -> bool:
         self.skipped.pop(rel, None)
@@ -304,123 +360,56 @@ class Engine(EngineReads):
             links.discard(rel)
             if not links:
                 del self._links_to[record.target]
-        for entry_id in record.ids:
-            entry = self.entries.pop(entry_id)
-            slot = self.index.slot(entry_id)
-            self.index.remove(entry_id)
-            if slot is not None:
-                self._slot_entry[slot] = None
-            self._digest ^= entry_digest(entry)
-            key = self._vector_key.pop(entry_id, None)
+        slots = list(record.slots)
+        entries = [self.store.entry(s) for s in slots]
+        # The index keeps no list of each document's terms: they are derived again.
+        for slot, tokens in zip(slots, self._tokens(entries), strict=True):
+            self.index.remove(slot, tokens)
+        if rel in self._digest_pending:
+            self._digest_pending.discard(rel)  # never folded in
+        else:
+            self._digest ^= record.digest
+        for slot, entry in zip(slots, entries, strict=True):
+            key = self._vector_key.pop(slot, None)
             if key is not None:
                 same = self._by_key[key]
-                same.discard(entry_id)
+                same.discard(slot)
                 if not same:
                     del self._by_key[key]
                     del self._embed_text[key]
-            if slot is not None:
-                self._unlink(slot)
+            self._unlink(slot)
             if entry.date is not None:
                 day = self.days[entry.date]
-                day.remove(entry_id)
+                day.remove(slot)
                 if not day:
                     del self.days[entry.date]
-        for key in self._name_keys.pop(rel, ()):
-            paths = self.names[key]
-            paths.discard(rel)
-            if not paths:
-                del self.names[key]
+        if self._names is not None:
+            first = entries[0] if entries else None
+            keys = name_keys(rel, first.title if first else None, first.aliases if first else ())
+            remove_names(self._names, rel, keys)
+        self.store.drop(slots)
         return True
-
-    def _add_entries(
-        self, entries: list[Entry], tokens: list[list[str]], embedded: list[str]
-    ) -> None:
-        """Index a batch of entries (bulk index updates) and record their facts.
-
-        ``tokens`` holds each entry's tokens; ``embedded`` the text each entry's vector is
-        made from, or nothing when vectors are not tracked.
-        """
-        slots = self.index.upsert_many(
-            [(e.id, toks) for e, toks in zip(entries, tokens, strict=True)]
-        )
-        self._record_entries(entries, slots, embedded)
-
-    def _record_entries(
-        self,
-        entries: Sequence[Entry],
-        slots: Sequence[int],
-        embedded: Sequence[str],
-        *,
-        digest: bool = True,
-    ) -> None:
-        """Record the facts of entries already in the index at ``slots`` (with ``digest``
-        False, the caller defers their digests to ``_digest_pending``)."""
-        self._grow(self.index.capacity)
-        touched_days: set[str] = set()
-        for entry, slot in zip(entries, slots, strict=True):
-            self._slot_entry[slot] = entry
-            self._slot_wiki[slot] = entry.kind == "wiki"
-            self._slot_day[slot] = date.fromisoformat(entry.date).toordinal() if entry.date else 0
-            self._slot_epoch[slot] = entry_epoch_days(entry)
-            self.entries[entry.id] = entry
-            if digest:
-                self._digest ^= entry_digest(entry)
-            if entry.date is not None:
-                self.days.setdefault(entry.date, []).append(entry.id)
-                touched_days.add(entry.date)
-        for day in touched_days:
-            self.days[day].sort(key=lambda i: (self.entries[i].time or "", self.entries[i].line))
-            self._link_day(day)
-        if not self.tracks_vectors:
-            return
-        for entry, text in zip(entries, embedded, strict=True):
-            key = text_hash(text)  # the vector cache key: the embedded text, never a path
-            self._vector_key[entry.id] = key
-            self._by_key.setdefault(key, set()).add(entry.id)
-            self._embed_text[key] = text
 
     def _link_day(self, day: str) -> None:
         """Point each entry of a day at the entries before and after it in the same file."""
         last: dict[str, int] = {}  # path → slot of its latest entry so far
-        for entry_id in self.days[day]:
-            slot = self.index.slot(entry_id)
-            assert slot is not None
-            path = self.entries[entry_id].path
+        prev, after = self.store.prev, self.store.next
+        for slot in self.days[day]:
+            path = self.store.path[slot]
+            assert path is not None
             before = last.get(path, -1)
-            self._slot_prev[slot] = before
-            self._slot_next[slot] = -1
+            prev[slot] = before
+            after[slot] = -1
             if before >= 0:
-                self._slot_next[before] = slot
+                after[before] = slot
             last[path] = slot
 
     def _unlink(self, slot: int) -> None:
         """Cut a removed entry out of its neighbours' links (its slot may be reused)."""
-        before, after = int(self._slot_prev[slot]), int(self._slot_next[slot])
+        prev, after = self.store.prev, self.store.next
+        before, nxt = int(prev[slot]), int(after[slot])
         if before >= 0:
-            self._slot_next[before] = after
-        if after >= 0:
-            self._slot_prev[after] = before
-        self._slot_prev[slot] = self._slot_next[slot] = -1
-
-    def _grow(self, capacity: int) -> None:
-        have = len(self._slot_entry)
-        if capacity <= have:
-            return
-        extra = max(capacity - have, have, 1024)
-        self._slot_entry.extend([None] * extra)
-        self._slot_day = np.concatenate([self._slot_day, np.zeros(extra, dtype=np.int32)])
-        self._slot_wiki = np.concatenate([self._slot_wiki, np.zeros(extra, dtype=bool)])
-        self._slot_epoch = np.concatenate([self._slot_epoch, np.full(extra, np.nan)])
-        self._slot_prev = np.concatenate([self._slot_prev, np.full(extra, -1, dtype=np.int64)])
-        self._slot_next = np.concatenate([self._slot_next, np.full(extra, -1, dtype=np.int64)])
-
-    def _add_names(self, rel: str, entries: tuple[Entry, ...]) -> None:
-        base = rel[:-3] if rel.endswith(".md") else str(PurePosixPath(rel).with_suffix(""))
-        keys = {rel.lower(), base.lower(), base.rsplit("/", 1)[-1].lower()}
-        if entries:
-            keys.add((entries[0].title or "").lower())
-            keys.update(a.lower() for a in entries[0].aliases)
-        keys.discard("")
-        self._name_keys[rel] = keys
-        for key in keys:
-            self.names.setdefault(key, set()).add(rel)
+            after[before] = nxt
+        if nxt >= 0:
+            prev[nxt] = before
+        prev[slot] = after[slot] = -1

@@ -2,13 +2,17 @@
 
 A mixin of :class:`~wikimem_watch.core.engine.Engine`, which owns the state and is its only
 mutator; every method here reads under the engine's ``lock`` (or is called by one that
-holds it) and changes nothing but the lazily folded digest.
+holds it) and changes nothing but what is built lazily: the name table and the digests of
+files restored from a snapshot. ``Entry`` objects are built from the entry store only for
+what is returned (ADR-0018).
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import date, timedelta
 
 import numpy as np
@@ -16,12 +20,25 @@ import numpy.typing as npt
 
 from ..errors import NotFound
 from .bm25 import Bm25Index
-from .facts import entry_digest
 from .models import Entry, Link
+from .names import Names, add_names, name_keys, paths_named
+from .store import EntryStore, as_rows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .engine import FileRecord
+
+
+def file_digest(rel: str, key_sizes: bytes, keys: bytes, hashes: bytes) -> int:
+    """The digest of one file's entries (their id keys, sizes and content hashes in file
+    order): what ``file_digests`` reports and ``digest`` XORs together."""
+    raw = hashlib.blake2b(rel.encode("utf-8", "surrogatepass"), digest_size=16)
+    raw.update(key_sizes)
+    raw.update(keys)
+    raw.update(hashes)
+    return int.from_bytes(raw.digest(), "big")
 
 
 class EngineReads:
@@ -29,51 +46,81 @@ class EngineReads:
 
     lock: threading.RLock
     index: Bm25Index
+    store: EntryStore
     files: dict[str, FileRecord]
-    entries: dict[str, Entry]
-    days: dict[str, list[str]]
-    names: dict[str, set[str]]
+    days: dict[str, array[int]]
+    _names: Names | None
     _digest: int
-    _digest_pending: list[Entry]
-    _slot_entry: list[Entry | None]
-    _slot_day: npt.NDArray[np.int32]
-    _slot_wiki: npt.NDArray[np.bool_]
-    _slot_epoch: npt.NDArray[np.float64]
-    _slot_prev: npt.NDArray[np.int64]
-    _vector_key: dict[str, str]
-    _by_key: dict[str, set[str]]
+    _digest_pending: set[str]
+    _vector_key: dict[int, str]
+    _by_key: dict[str, set[int]]
+
+    def _file_digest(self, rel: str, slots: Sequence[int]) -> int:
+        """A digest of one file's entries: their ids and content hashes, in file order."""
+        rows = as_rows(slots)
+        keys, sizes = self.store.key.gather(rows)
+        return file_digest(
+            rel, sizes.astype("<i4").tobytes(), keys, self.store.hash[rows].tobytes()
+        )
+
+    # ------------------------------------------------------------------ slots
 
     def slot_entry(self, slot: int) -> Entry:
-        entry = self._slot_entry[slot]
-        assert entry is not None
-        return entry
+        return self.store.entry(slot)
+
+    def slot_id(self, slot: int) -> str:
+        return self.store.entry_id(slot)
+
+    def slot_of(self, entry_id: str) -> int | None:
+        """The slot of the entry with this id, found through its file (the id is the path,
+        then ``#heading`` or ``~n``): O(entries of that file)."""
+        ends = [i for i, ch in enumerate(entry_id) if ch in "#~"]
+        for end in (*ends, len(entry_id)):
+            record = self.files.get(entry_id[:end])
+            if record is None:
+                continue
+            for slot in record.slots:
+                if self.store.entry_id(slot) == entry_id:
+                    return slot
+        return None
 
     def slot_arrays(
         self,
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
         """Per-slot day ordinal (0 = none), is-wiki flag and entry time in epoch days."""
-        return self._slot_day, self._slot_wiki, self._slot_epoch
+        return self.store.day, self.store.wiki, self.store.epoch
 
-    def previous_slots(self) -> npt.NDArray[np.int64]:
+    def previous_slots(self) -> npt.NDArray[np.int32]:
         """Per slot, the slot of the diary entry before it in its file (-1: none)."""
-        return self._slot_prev
+        return self.store.prev
 
     def vector_key(self, slot: int) -> str:
         """The vector cache key of the entry at ``slot``."""
-        return self._vector_key[self.slot_entry(slot).id]
+        return self._vector_key[slot]
 
     def slots_of_keys(self, keys: Iterable[str]) -> npt.NDArray[np.int64]:
         """Index slots of the live entries whose vector key is in ``keys``."""
-        slots = [
-            slot
-            for key in keys
-            for entry_id in self._by_key.get(key, ())
-            if (slot := self.index.slot(entry_id)) is not None
-        ]
+        slots = [slot for key in keys for slot in self._by_key.get(key, ())]
         return np.array(slots, dtype=np.int64)
 
-    def resolve(self, link: Link) -> list[Entry]:
-        """The entries a link points at (a section, or the whole note); [] when unresolvable."""
+    # ------------------------------------------------------------------ names, links
+
+    @property
+    def names(self) -> Names:
+        """Note name → path(s), built on first use after a restore."""
+        with self.lock:
+            if self._names is None:
+                names: Names = {}
+                for rel, record in self.files.items():
+                    first = record.slots[0] if record.slots else None
+                    title = self.store.title[first] if first is not None else None
+                    aliases = self.store.aliases[first] if first is not None else ()
+                    add_names(names, rel, name_keys(rel, title, aliases))
+                self._names = names
+            return self._names
+
+    def resolve_slots(self, link: Link) -> list[int]:
+        """The slots a link points at (a section, or the whole note); [] when unresolvable."""
         with self.lock:
             note = self._resolve_note(link.target)
             heading = link.heading
@@ -81,107 +128,211 @@ class EngineReads:
                 note, heading = self._resolve_note(heading), None  # [[file:note]] form
             if note is None:
                 return []
-            entries = [self.entries[i] for i in self.files[note].ids]
+            slots = list(self.files[note].slots)
             if heading:
                 want = heading.strip().lower()
-                entries = [e for e in entries if e.heading.strip().lower() == want]
-            return entries
+                slots = [
+                    s for s in slots if (self.store.heading.get(s) or "").strip().lower() == want
+                ]
+            return slots
+
+    def resolve(self, link: Link) -> list[Entry]:
+        """The entries a link points at (a section, or the whole note); [] when unresolvable."""
+        with self.lock:
+            return [self.store.entry(s) for s in self.resolve_slots(link)]
 
     def _resolve_note(self, target: str) -> str | None:
         key = target.strip().lower().removesuffix(".md")
+        names = self.names
         for candidate in (key, key + ".md"):
-            paths = self.names.get(candidate)
+            paths = paths_named(names, candidate)
             if paths:
                 return min(paths, key=lambda p: (p.count("/"), p))
         return None
-
-    def entries_of(self, rel: str) -> list[Entry]:
-        with self.lock:
-            record = self.files.get(rel)
-            if record is None:
-                raise NotFound(f"no indexed note at {rel!r} (paths are vault-relative)")
-            return [self.entries[i] for i in record.ids]
-
-    def entries_on(self, day: str) -> list[Entry]:
-        with self.lock:
-            return [self.entries[i] for i in self.days.get(day, [])]
-
-    def day_counts(self, start: str | None = None, end: str | None = None) -> list[tuple[str, int]]:
-        with self.lock:
-            return sorted(
-                (d, len(ids))
-                for d, ids in self.days.items()
-                if (start is None or d >= start) and (end is None or d <= end)
-            )
-
-    def window_entries(self, start: date, end: date) -> list[Entry]:
-        """Diary entries dated within [start, end], oldest first. Costs O(days + entries)."""
-        with self.lock:
-            out: list[Entry] = []
-            if (end - start).days > 4 * len(self.days):
-                days = sorted(d for d in self.days if start.isoformat() <= d <= end.isoformat())
-            else:
-                days = [(start + timedelta(n)).isoformat() for n in range((end - start).days + 1)]
-            for day in days:
-                out.extend(self.entries[i] for i in self.days.get(day, ()))
-            return out
-
-    def count_days(self, start: date, end: date) -> int:
-        """How many diary entries are dated within [start, end]. Costs O(days)."""
-        with self.lock:
-            if (end - start).days > 4 * len(self.days):
-                lo, hi = start.isoformat(), end.isoformat()
-                return sum(len(ids) for d, ids in self.days.items() if lo <= d <= hi)
-            days = ((start + timedelta(n)).isoformat() for n in range((end - start).days + 1))
-            return sum(len(self.days.get(d, ())) for d in days)
 
     def backlinks(self, rel: str) -> list[tuple[Entry, Link]]:
         with self.lock:
             if rel not in self.files:
                 raise NotFound(f"no indexed note at {rel!r} (paths are vault-relative)")
             out = []
-            for entry in self.entries.values():
-                for link in entry.links:
-                    if any(t.path == rel for t in self.resolve(link)):
-                        out.append((entry, link))
+            for slot in self.store.linked_slots().tolist():
+                for link in self.store.links_of(slot):
+                    if any(self.store.path[t] == rel for t in self.resolve_slots(link)):
+                        out.append((self.store.entry(slot), link))
             return sorted(out, key=lambda x: (x[0].path, x[0].line))
 
     def unresolved_links(self) -> list[dict[str, object]]:
         """Links to notes that resolve to nothing, by path and line (attachments such as
         ``![[x.png]]`` are not links to notes and are left out)."""
         with self.lock:
-            found = [
-                {"id": e.id, "path": e.path, "line": e.line, "target": link.target}
-                for e in self.entries.values()
-                for link in e.links
-                if not link.attachment and not self.resolve(link)
-            ]
+            found = []
+            resolves: dict[Link, bool] = {}
+            for slot in self.store.linked_slots().tolist():
+                for link in self.store.links_of(slot):
+                    if link.attachment:
+                        continue
+                    if link not in resolves:
+                        resolves[link] = bool(self.resolve_slots(link))
+                    if not resolves[link]:
+                        found.append(
+                            {
+                                "id": self.store.entry_id(slot),
+                                "path": self.store.path[slot],
+                                "line": int(self.store.line[slot]),
+                                "target": link.target,
+                            }
+                        )
         return sorted(found, key=lambda u: (str(u["path"]), int(str(u["line"]))))
+
+    # ------------------------------------------------------------------ notes, days
+
+    def entries_of(self, rel: str) -> list[Entry]:
+        with self.lock:
+            record = self.files.get(rel)
+            if record is None:
+                raise NotFound(f"no indexed note at {rel!r} (paths are vault-relative)")
+            return [self.store.entry(s) for s in record.slots]
+
+    def entries_on(self, day: str) -> list[Entry]:
+        with self.lock:
+            return [self.store.entry(s) for s in self.days.get(day, ())]
+
+    def day_counts(self, start: str | None = None, end: str | None = None) -> list[tuple[str, int]]:
+        with self.lock:
+            return sorted(
+                (d, len(slots))
+                for d, slots in self.days.items()
+                if (start is None or d >= start) and (end is None or d <= end)
+            )
+
+    def window_slots(self, start: date, end: date) -> list[int]:
+        """Slots of the diary entries dated within [start, end], oldest first. Costs
+        O(days + entries)."""
+        with self.lock:
+            out: list[int] = []
+            if (end - start).days > 4 * len(self.days):
+                days = sorted(d for d in self.days if start.isoformat() <= d <= end.isoformat())
+            else:
+                days = [(start + timedelta(n)).isoformat() for n in range((end - start).days + 1)]
+            for day in days:
+                out.extend(self.days.get(day, ()))
+            return out
+
+    def window_entries(self, start: date, end: date) -> list[Entry]:
+        """Diary entries dated within [start, end], oldest first."""
+        with self.lock:
+            return [self.store.entry(s) for s in self.window_slots(start, end)]
+
+    def count_days(self, start: date, end: date) -> int:
+        """How many diary entries are dated within [start, end]. Costs O(days)."""
+        with self.lock:
+            if (end - start).days > 4 * len(self.days):
+                lo, hi = start.isoformat(), end.isoformat()
+                return sum(len(slots) for d, slots in self.days.items() if lo <= d <= hi)
+            days = ((start + timedelta(n)).isoformat() for n in range((end - start).days + 1))
+            return sum(len(self.days.get(d, ())) for d in days)
+
+    # ------------------------------------------------------------------ digests, counts
+
+    def _fold_digests(self) -> None:
+        """Compute the digests of files restored from a snapshot that nobody asked for yet.
+
+        A restored file's slots are a range whose keys lie side by side in the key column:
+        its digest is then three slices (the per-file fallback gathers them)."""
+        if not self._digest_pending:
+            return
+        key, n = self.store.key, self.store.capacity
+        at, size = key.at[:n], key.size[:n]
+        breaks = np.concatenate([[0], np.cumsum(at[1:] != at[:-1] + np.maximum(size[:-1], 0))])
+        at_list, breaks_list = at.tolist(), breaks.tolist()
+        end_list = (at + np.maximum(size, 0)).tolist()
+        sizes = size.astype("<i4").tobytes()
+        hashes = self.store.hash[:n].tobytes()
+        for rel in self._digest_pending:
+            record = self.files[rel]
+            slots = record.slots
+            if (
+                isinstance(slots, range)
+                and slots
+                and breaks_list[slots[-1]] == breaks_list[slots[0]]
+            ):
+                lo, hi = slots[0], slots[-1] + 1
+                keys = key.raw(at_list[lo], end_list[hi - 1] - at_list[lo])
+                record.digest = file_digest(
+                    rel, sizes[4 * lo : 4 * hi], keys, hashes[16 * lo : 16 * hi]
+                )
+            else:
+                record.digest = self._file_digest(rel, slots)
+            self._digest ^= record.digest
+        self._digest_pending = set()
 
     def digest(self) -> str:
         """Order-independent digest of every indexed entry's id and content hash."""
         with self.lock:
-            if self._digest_pending:
-                for entry in self._digest_pending:
-                    self._digest ^= entry_digest(entry)
-                self._digest_pending = []
+            self._fold_digests()
             return f"{self._digest:032x}"
 
     def file_digests(self) -> dict[str, str]:
         with self.lock:
-            out = {}
-            for rel, record in self.files.items():
-                acc = 0
-                for i in record.ids:
-                    acc ^= entry_digest(self.entries[i])
-                out[rel] = f"{acc:032x}"
-            return out
+            self._fold_digests()
+            return {rel: f"{record.digest:032x}" for rel, record in self.files.items()}
 
     def counts(self) -> dict[str, int]:
         with self.lock:
             diary = sum(len(v) for v in self.days.values())
-            return {"diary": diary, "wiki": len(self.entries) - diary}
+            return {"diary": diary, "wiki": len(self.index) - diary}
 
     def warnings(self) -> dict[str, list[str]]:
         with self.lock:
             return {p: list(r.warnings) for p, r in self.files.items() if r.warnings}
+
+
+class EntriesView(Mapping[str, Entry]):
+    """Every live entry by id, built on demand from the entry store (a read-only view)."""
+
+    def __init__(self, engine: EngineReads) -> None:
+        self._engine = engine
+
+    def __getitem__(self, entry_id: str) -> Entry:
+        slot = self._engine.slot_of(entry_id)
+        if slot is None:
+            raise KeyError(entry_id)
+        return self._engine.store.entry(slot)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return isinstance(entry_id, str) and self._engine.slot_of(entry_id) is not None
+
+    def _slots(self) -> Iterator[int]:
+        for record in list(self._engine.files.values()):
+            yield from record.slots
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._engine.store.entry_id(s) for s in self._slots())
+
+    def __len__(self) -> int:
+        return len(self._engine.index)
+
+    def values(self) -> _Values:  # type: ignore[override]
+        return _Values(self)
+
+    def items(self) -> _Items:  # type: ignore[override]
+        return _Items(self)
+
+
+class _Values:
+    """``EntriesView.values()``: the entries, built once each (not looked up by id)."""
+
+    def __init__(self, view: EntriesView) -> None:
+        self._view = view
+
+    def __iter__(self) -> Iterator[Entry]:
+        store = self._view._engine.store
+        return (store.entry(s) for s in self._view._slots())
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+
+class _Items(_Values):
+    def __iter__(self) -> Iterator[tuple[str, Entry]]:  # type: ignore[override]
+        return ((e.id, e) for e in super().__iter__())

@@ -1,14 +1,15 @@
 """The index snapshot: a deletable derived cache of a whole engine, so a start over an
 unchanged vault re-reads nothing (ADR-0015).
 
-One file, written atomically: ``MAGIC``, then sections (JSON or little-endian int32
-arrays), then a JSON header naming each section's offset, length and CRC-32, then the
-header's length and ``MAGIC`` again. It holds every file's stat, text hash, warnings and
-entries, and the postings (term ids and counts, term-major). It is parsed defensively
-(never pickle): every field and array is checked by :mod:`.snapshot_check`, and anything
-torn, foreign (another vault, format, version or index setting) or inconsistent means
-"no snapshot" and a cold scan — never a crash, never a wrong answer. Corpus statistics are
-recomputed from the postings, never read.
+One file, written atomically: ``MAGIC``, then sections, then a JSON header naming each
+section's offset, length and CRC-32, then the header's length and ``MAGIC`` again. The
+sections are the engine's own columns (ADR-0018): the file table, every entry field as a
+little-endian array or a packed UTF-8 column (:mod:`.snapshot_columns`), and the postings
+(term ids and counts, term-major). A load reads each section into one ``bytes`` object and
+keeps it: no Python object is made per entry. It is parsed defensively (never pickle):
+every array and column is checked by :mod:`.snapshot_check`, and anything torn, foreign
+(another vault, format, version, tokenizer or index setting) or inconsistent means "no
+snapshot" and a cold scan — never a crash. Corpus statistics are recomputed, never read.
 """
 
 from __future__ import annotations
@@ -19,52 +20,46 @@ import json
 import logging
 import os
 import struct
+import sys
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-import numpy as np
+import Stemmer
 
 from .. import __version__
 from ..atomic import atomic_file
 from ..config import Config
-from .bm25 import Bm25Index
-from .engine import ApplyStats, Engine, FileRecord
-from .models import Entry
-from .snapshot_check import (
-    SnapshotInvalid,
-    check_entries,
-    check_files,
-    check_header,
-    check_postings,
-    check_terms,
-)
+from .engine import ApplyStats, Engine
+from .snapshot_check import SnapshotInvalid, check_header
+from .snapshot_columns import Loaded, engine_sections, load_sections
 from .vault import iter_notes
 
 log = logging.getLogger(__name__)
 
 MAGIC = b"WIKIMEM-WATCH-SNAPSHOT\n"
-FORMAT = 1
+FORMAT = 2
 REWRITE_MIN_FILES = 256  # a one-shot rewrites the snapshot when more files than this changed
-CHUNK_ENTRIES = 16_384  # entries per JSON section: bounds the transient copy while loading
-_TRAILER = struct.Struct("<Q")
-_COLUMNS = (
-    "id kind heading line text hash date time ts owner source meta tags links title aliases"
-).split()
+_TRAILER = struct.Struct("<QI")  # the header's length and CRC-32
 
 
 def settings_of(config: Config, engine: Engine) -> dict[str, object]:
-    """Everything that changes what is indexed: a snapshot made under others is foreign."""
+    """Everything that changes what is indexed: a snapshot made under others is foreign.
+
+    The tokenizer's libraries are in it too: removing an entry derives its terms again
+    (ADR-0018), so they must be the terms it was indexed with.
+    """
+    jieba = sys.modules.get("jieba") if engine.tokenizer.segmenter is not None else None
     return {
         "format": FORMAT,
         "version": __version__,
         "vault": str(config.vault),
         "stop_words": config.stop_words,
         "stem": config.stem,
-        "jieba": engine.tokenizer.segmenter is not None,
+        "stemmer": Stemmer.version(),
+        "jieba": None if jieba is None else str(getattr(jieba, "__version__", "?")),
         "heading_weight": config.heading_weight,
         "question_context": config.question_context,
         "include": list(config.include or ("*",)),
@@ -85,124 +80,38 @@ def write_snapshot(engine: Engine, path: Path) -> int:
     with atomic_file(path) as fh, engine.apply_lock:
         sections: list[dict[str, object]] = []
         fh.write(MAGIC)
-        for name, blob in _sections(engine):
+        for name, payload in engine_sections(engine):
+            offset, crc = fh.tell(), 0
+            for blob in [payload] if isinstance(payload, bytes) else payload:
+                crc = zlib.crc32(blob, crc)
+                fh.write(blob)
             sections.append(
-                {
-                    "name": name,
-                    "offset": fh.tell(),
-                    "length": len(blob),
-                    "crc": zlib.crc32(blob),
-                }
+                {"name": name, "offset": offset, "length": fh.tell() - offset, "crc": crc}
             )
-            fh.write(blob)
         header = {
             "settings": settings_of(engine.config, engine),
             "written_at": time.time(),
-            "counts": {
-                "files": len(engine.files),
-                "entries": len(engine.entries),
-            },
-            "chunk_entries": CHUNK_ENTRIES,
+            "counts": {"files": len(engine.files), "entries": len(engine.index)},
             "sections": sections,
         }
         raw = json.dumps(header).encode()
         fh.write(raw)
-        fh.write(_TRAILER.pack(len(raw)))
+        fh.write(_TRAILER.pack(len(raw), zlib.crc32(raw)))
         fh.write(MAGIC)
         size = fh.tell()
     return size
 
 
-def _sections(engine: Engine) -> Iterator[tuple[str, bytes]]:
-    """(name, bytes) of each section, in file order, entries in the order of ``files``."""
-    files = []
-    order: list[str] = []
-    for rel, rec in engine.files.items():
-        mtime, size, racy = rec.stat if rec.stat is not None else (-1, -1, True)
-        files.append([rel, mtime, size, racy, rec.text_hash, list(rec.warnings), rec.target])
-        files[-1].append(len(rec.ids))
-        order.extend(rec.ids)
-    yield "files", json.dumps(files, ensure_ascii=False).encode()
-    for n, start in enumerate(range(0, len(order), CHUNK_ENTRIES)):
-        chunk = [engine.entries[i] for i in order[start : start + CHUNK_ENTRIES]]
-        yield f"entries.{n}", json.dumps(_columns(chunk), ensure_ascii=False).encode()
-        # The texts, the bulk of the file, as one UTF-8 run cut by the lengths in the
-        # chunk's "text" column: slicing one decoded string beats parsing JSON strings.
-        yield f"texts.{n}", "".join(e.text for e in chunk).encode(errors="surrogatepass")
-    yield from _postings(engine, order)
-
-
-def _columns(entries: list[Entry]) -> dict[str, list[object]]:
-    out: dict[str, list[object]] = {c: [] for c in _COLUMNS}
-    for e in entries:
-        for c in ("id", "kind", "heading", "line", "hash", "date", "time", "ts"):
-            out[c].append(getattr(e, c))
-        out["text"].append(len(e.text))
-        out["owner"].append(e.owner)
-        out["source"].append(e.source)
-        out["title"].append(e.title)
-    # Mostly-empty list fields are sparse ([[row, value], ...]): parsing 100k "[]" costs.
-    for n, e in enumerate(entries):
-        if e.meta:
-            out["meta"].append([n, [x for kv in e.meta for x in kv]])  # flat k, v, k, v
-        if e.tags:
-            out["tags"].append([n, list(e.tags)])
-        if e.links:
-            links = [[k.target, k.heading, k.alias, k.embed, k.style] for k in e.links]
-            out["links"].append([n, links])
-        if e.aliases:
-            out["aliases"].append([n, list(e.aliases)])
-    return out
-
-
-def _postings(engine: Engine, order: list[str]) -> Iterator[tuple[str, bytes]]:
-    """Live postings, term-major, slots renumbered to the entry order, ascending per term."""
-    index = engine.index
-    new_slot = np.full(index.capacity, -1, dtype=np.int64)
-    for n, key in enumerate(order):
-        slot = index.slot(key)
-        assert slot is not None
-        new_slot[slot] = n
-    terms: list[str] = []
-    counts: list[int] = []
-    slot_parts: list[np.ndarray] = []
-    tf_parts: list[np.ndarray] = []
-    for tid, term in enumerate(index._terms):
-        if not term or index._df[tid] == 0:
-            continue
-        slots = new_slot[np.frombuffer(index._post_slot[tid], dtype=np.int32)]
-        tfs = np.frombuffer(index._post_tf[tid], dtype=np.int32)
-        live = slots >= 0
-        slots, tfs = slots[live], tfs[live]
-        by_slot = np.argsort(slots, kind="stable")
-        terms.append(term)
-        counts.append(int(slots.size))
-        slot_parts.append(slots[by_slot].astype("<i4"))
-        tf_parts.append(tfs[by_slot].astype("<i4"))
-    yield "terms", json.dumps(terms, ensure_ascii=False).encode()
-    yield "term_counts", np.asarray(counts, dtype="<i4").tobytes()
-    yield "post_slots", np.concatenate(slot_parts or [np.empty(0, "<i4")]).tobytes()
-    yield "post_tfs", np.concatenate(tf_parts or [np.empty(0, "<i4")]).tobytes()
-
-
 # ----------------------------------------------------------------------------- reading
 
 
-@dataclass(slots=True)
-class Snapshot:
-    """A loaded, checked snapshot: what :meth:`Engine.restore` takes."""
-
-    files: dict[str, FileRecord]
-    entries: list[Entry]
-    index: Bm25Index
-
-
-def read_snapshot(path: Path, engine: Engine) -> Snapshot | None:
+def read_snapshot(path: Path, engine: Engine, known: Iterable[str] = ()) -> Loaded | None:
     """The snapshot at ``path`` when it is whole, ours and consistent; else ``None`` (the
-    reason is logged once, at INFO for a missing file and WARNING otherwise)."""
+    reason is logged once, at INFO for a missing file and WARNING otherwise). ``known``:
+    paths already found to be notes by the walk (their filter check is skipped)."""
     try:
         with open(path, "rb") as fh:
-            return _read(fh, engine)
+            return _read(fh, engine, set(known))
     except FileNotFoundError:
         log.info("no index snapshot at %s: cold scan", path)
     except SnapshotInvalid as exc:
@@ -212,24 +121,27 @@ def read_snapshot(path: Path, engine: Engine) -> Snapshot | None:
     return None
 
 
-def _read(fh: BinaryIO, engine: Engine) -> Snapshot:
+def _read(fh: BinaryIO, engine: Engine, known: set[str]) -> Loaded:
     size = os.fstat(fh.fileno()).st_size
     tail = len(MAGIC) + _TRAILER.size
     if size < len(MAGIC) + tail or fh.read(len(MAGIC)) != MAGIC:
         raise SnapshotInvalid("not a snapshot, or torn")
     fh.seek(size - tail)
     raw_tail = fh.read(tail)
-    (header_len,) = _TRAILER.unpack(raw_tail[: _TRAILER.size])
+    header_len, header_crc = _TRAILER.unpack(raw_tail[: _TRAILER.size])
     if raw_tail[_TRAILER.size :] != MAGIC or header_len > size - len(MAGIC) - tail:
         raise SnapshotInvalid("torn (no trailer)")
     fh.seek(size - tail - header_len)
-    header = _json(fh.read(header_len), "header")
-    sections = check_header(header, settings_of(engine.config, engine), size - tail - header_len)
+    raw_header = fh.read(header_len)
+    if zlib.crc32(raw_header) != header_crc:
+        raise SnapshotInvalid("the header is torn or corrupt")
+    header = _json(raw_header, "header")
+    table = check_header(header, settings_of(engine.config, engine), size - tail - header_len)
 
     def section(name: str) -> bytes:
-        if name not in sections:
+        if name not in table:
             raise SnapshotInvalid(f"section {name!r} is missing")
-        offset, length, crc = sections[name]
+        offset, length, crc = table[name]
         fh.seek(offset)
         blob = fh.read(length)
         if len(blob) != length or zlib.crc32(blob) != crc:
@@ -237,36 +149,15 @@ def _read(fh: BinaryIO, engine: Engine) -> Snapshot:
         return blob
 
     assert isinstance(header, dict)
-    counts = header["counts"]
-    files = check_files(_json(section("files"), "files"), engine.note_filter.accepts)
-    n_entries = sum(len(r.ids) for r in files.values())
-    if counts != {"files": len(files), "entries": n_entries}:
+    accepts = engine.note_filter.accepts
+
+    def is_note(rel: str) -> bool:
+        return rel in known or accepts(rel)
+
+    loaded = load_sections(section, set(table), is_note, engine.config)
+    if header["counts"] != {"files": len(loaded.files), "entries": loaded.entries}:
         raise SnapshotInvalid("counts disagree with the file table")
-    paths = [rel for rel, rec in files.items() for _ in rec.ids]
-    entries: list[Entry] = []
-    for n, start in enumerate(range(0, n_entries, CHUNK_ENTRIES)):
-        part = paths[start : start + CHUNK_ENTRIES]
-        columns = _json(section(f"entries.{n}"), "entries")
-        texts = section(f"texts.{n}").decode(errors="surrogatepass")
-        entries.extend(check_entries(columns, texts, part))
-        del columns, texts
-    if f"entries.{(n_entries + CHUNK_ENTRIES - 1) // CHUNK_ENTRIES}" in sections:
-        raise SnapshotInvalid("more entry sections than entries")
-    ids = [e.id for e in entries]
-    start = 0
-    for rec in files.values():
-        rec.ids = tuple(ids[start : start + len(rec.ids)])
-        start += len(rec.ids)
-    terms = check_terms(_json(section("terms"), "terms"))
-    term_counts = _int32s(section("term_counts"))
-    post_slots = _int32s(section("post_slots"))
-    post_tfs = _int32s(section("post_tfs"))
-    check_postings(len(terms), n_entries, term_counts, post_slots, post_tfs)
-    cfg = engine.config
-    index = Bm25Index.from_postings(
-        ids, terms, term_counts, post_slots, post_tfs, k1=cfg.k1, b=cfg.b
-    )
-    return Snapshot(files, entries, index)
+    return loaded
 
 
 def _json(blob: bytes, what: str) -> object:
@@ -274,12 +165,6 @@ def _json(blob: bytes, what: str) -> object:
         return json.loads(blob)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise SnapshotInvalid(f"{what}: not JSON ({exc})") from None
-
-
-def _int32s(blob: bytes) -> np.ndarray:
-    if len(blob) % 4:
-        raise SnapshotInvalid("an int32 section has a ragged length")
-    return np.frombuffer(blob, dtype="<i4").astype(np.int32, copy=False)
 
 
 # ---------------------------------------------------------------------------- using it
@@ -292,10 +177,10 @@ def restore_engine(
     (new, gone, or whose (mtime_ns, size) in ``on_disk`` differs or was racy), or ``None``
     when there is no usable snapshot (the engine is untouched: scan it cold)."""
     with no_gc():
-        snap = read_snapshot(path, engine)
+        snap = read_snapshot(path, engine, on_disk)
         if snap is None:
             return None
-        engine.restore(snap.files, snap.entries, snap.index)
+        engine.restore(snap.files, snap.store, snap.index)
     stale = []
     for rel, key in on_disk.items():
         rec = snap.files.get(rel)
@@ -308,9 +193,8 @@ def restore_engine(
 
 @contextlib.contextmanager
 def no_gc() -> Iterator[None]:
-    """The cyclic collector paused: a load allocates millions of objects and no cycles, and
-    each collection would walk all of them (a third of the load time at 100k entries, a
-    tenth of a cold scan)."""
+    """The cyclic collector paused: a cold scan allocates millions of objects and no
+    cycles, and each collection would walk all of them (a tenth of a cold scan)."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -324,9 +208,10 @@ def disk_stats(root: Path, rels: Iterable[str]) -> dict[str, tuple[int, int]]:
     """(mtime_ns, size) of each note, through symlinks; one that cannot be had is left out
     (and so re-read, which reports why)."""
     out: dict[str, tuple[int, int]] = {}
+    join = os.path.join
     for rel in rels:
         try:
-            st = os.stat(os.path.join(root, *rel.split("/")))
+            st = os.stat(join(root, *rel.split("/")))
         except (OSError, ValueError):
             out[rel] = (-1, -1)  # matches no record: re-read, which says what is wrong
             continue
@@ -364,8 +249,9 @@ def save_snapshot(engine: Engine) -> bool:
     started = time.perf_counter()
     try:
         size = write_snapshot(engine, path)
-    except OSError as exc:
-        log.warning("could not write the index snapshot %s: %s", path, exc.strerror or exc)
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        log.warning("could not write the index snapshot %s: %s", path, reason)
         return False
     took = time.perf_counter() - started
     log.info("index snapshot written: %s (%.1f MB, %.2fs)", path, size / 1e6, took)

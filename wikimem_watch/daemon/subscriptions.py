@@ -102,8 +102,8 @@ class ChangeFeed:
         return stats
 
     def _entries(self, paths: Iterable[str]) -> dict[str, Entry]:
-        files, entries = self.engine.files, self.engine.entries
-        return {i: entries[i] for p in paths if p in files for i in files[p].ids}
+        engine = self.engine
+        return {e.id: e for p in paths if p in engine.files for e in engine.entries_of(p)}
 
     def _journal(self, old: dict[str, str], new: dict[str, str], stats: ApplyStats) -> None:
         assert self.journal is not None

@@ -62,7 +62,7 @@ def normalise_minmax(raw: F64, present: npt.NDArray[np.bool_] | None = None) -> 
     return out
 
 
-def with_previous(slots: I64, raw: F64, prev: I64, weight: float) -> F64:
+def with_previous(slots: I64, raw: F64, prev: npt.NDArray[np.int32], weight: float) -> F64:
     """``weight`` × the BM25 score of the entry before each candidate in its day file.
 
     A diary entry is read with the one before it, as its vector is (ADR-0008): "Yes, twice!"

@@ -47,13 +47,17 @@ class Gate:
 
     def contains(self, entry: Entry) -> bool:
         """True for a diary entry inside the window (an undated entry is never inside)."""
-        if entry.date is None:
+        return self.contains_at(entry.date, entry.time)
+
+    def contains_at(self, day: str | None, hhmm: str | None) -> bool:
+        """``contains`` for an entry of that date and time."""
+        if day is None:
             return False
-        d = date.fromisoformat(entry.date)
-        if not self.start <= d <= self.end or self.after_now(d, entry.time):
+        d = date.fromisoformat(day)
+        if not self.start <= d <= self.end or self.after_now(d, hhmm):
             return False
-        if self.start_time and entry.time and self.start == self.end and not self.widened:
-            return self.start_time <= entry.time <= (self.end_time or "23:59")
+        if self.start_time and hhmm and self.start == self.end and not self.widened:
+            return self.start_time <= hhmm <= (self.end_time or "23:59")
         return True
 
     def after_now(self, day: date, hhmm: str | None) -> bool:
@@ -153,11 +157,24 @@ def passes(req: QueryRequest, entry: Entry) -> bool:
 
     A tag filter matches nested tags as Obsidian does: ``plants`` matches ``plants/succulents``.
     """
-    if entry.kind not in req.kinds:
+    return passes_fields(req, entry.kind, entry.path, entry.tags)
+
+
+def passes_slot(req: QueryRequest, engine: Engine, slot: int) -> bool:
+    """``passes`` for the entry at ``slot``, read from the store's columns (no ``Entry``)."""
+    store = engine.store
+    path = store.path[slot]
+    assert path is not None
+    kind = "wiki" if store.wiki[slot] else "diary"
+    return passes_fields(req, kind, path, store.tags_of(slot) if req.tags else ())
+
+
+def passes_fields(req: QueryRequest, kind: str, path: str, tags: tuple[str, ...]) -> bool:
+    if kind not in req.kinds:
         return False
-    if req.paths and not glob_match(entry.path, req.paths):
+    if req.paths and not glob_match(path, req.paths):
         return False
-    return not req.tags or any(tag_matches(want, have) for want in req.tags for have in entry.tags)
+    return not req.tags or any(tag_matches(want, have) for want in req.tags for have in tags)
 
 
 def tag_matches(want: str, have: str) -> bool:
@@ -178,13 +195,21 @@ def window_entries(
 ) -> list[Entry]:
     """The diary entries inside the window that pass the filters, oldest first (the first
     ``limit`` of them when given)."""
+    return [engine.slot_entry(s) for s in window_slots(engine, req, gate, limit)]
+
+
+def window_slots(
+    engine: Engine, req: QueryRequest, gate: Gate, limit: int | None = None
+) -> list[int]:
+    """``window_entries`` as slots."""
     days = _bounded(gate)
     if days is None:
         return []
-    out: list[Entry] = []
-    for entry in engine.window_entries(*days):
-        if gate.contains(entry) and passes(req, entry):
-            out.append(entry)
+    out: list[int] = []
+    date_time = engine.store.date_time
+    for slot in engine.window_slots(*days):
+        if gate.contains_at(*date_time(slot)) and passes_slot(req, engine, slot):
+            out.append(slot)
             if limit is not None and len(out) >= limit:
                 break
     return out
@@ -198,12 +223,13 @@ def count_window(engine: Engine, req: QueryRequest, gate: Gate) -> int:
         return 0
     exact_times = gate.start_time is not None and gate.start == gate.end and not gate.widened
     if req.paths or req.tags or "diary" not in req.kinds or exact_times:
-        return len(window_entries(engine, req, gate))
+        return len(window_slots(engine, req, gate))
     total = engine.count_days(*days)
     if gate.limit_day is not None and days[1] == gate.limit_day:  # later today is not in it
-        total -= sum(
-            1 for e in engine.entries_on(gate.limit_day.isoformat()) if not gate.contains(e)
-        )
+        day = gate.limit_day.isoformat()
+        minute = engine.store.minute
+        hhmm = [engine.store.date_time(s)[1] for s in engine.days.get(day, ()) if minute[s] >= 0]
+        total -= sum(1 for t in hhmm if not gate.contains_at(day, t))
     return total
 
 

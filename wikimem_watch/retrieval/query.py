@@ -30,7 +30,7 @@ from .fusion import (
     top_k,
     with_previous,
 )
-from .gate import Gate, local_now, passes, resolve_gate, settle, window_entries
+from .gate import Gate, local_now, passes_slot, resolve_gate, settle, window_entries
 from .request import QueryRequest
 
 F64 = npt.NDArray[np.float64]
@@ -147,6 +147,7 @@ def _ranked(
     inside = _inside(engine, gate, slots) if gate is not None else np.zeros(slots.size, bool)
     order = _gate_first(engine, slots, fused, inside, req.k)
     hits: list[dict[str, object]] = []
+    hit_slots = [int(slots[j]) for j in order]
     for j in order:
         entry = engine.slot_entry(int(slots[j]))
         matched = engine.index.matched_terms(int(slots[j]), terms)
@@ -171,7 +172,7 @@ def _ranked(
     costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
     hits = hits[: budget_cut(costs, req.budget_tokens)]
     if req.expand_links:
-        _expand(engine, req, hits, terms, scored)
+        _expand(engine, req, hits, hit_slots, terms, scored)
     return hits, embedding_used
 
 
@@ -179,7 +180,7 @@ def _gate_first(engine: Engine, slots: I64, fused: F64, inside: B1, k: int) -> I
     """Top ``k`` by fused score, the candidates inside the window before all others."""
 
     def tiebreak(j: int) -> str:
-        return engine.slot_entry(int(slots[j])).id
+        return engine.slot_id(int(slots[j]))
 
     first = np.flatnonzero(inside)
     rest = np.flatnonzero(~inside)
@@ -209,7 +210,7 @@ def _filter(engine: Engine, req: QueryRequest, slots: I64) -> B1:
     if "diary" not in req.kinds:
         keep &= is_wiki[slots]
     if req.paths or req.tags:
-        keep &= np.fromiter((passes(req, engine.slot_entry(s)) for s in slots), bool, slots.size)
+        keep &= np.fromiter((passes_slot(req, engine, s) for s in slots), bool, slots.size)
     return keep
 
 
@@ -221,7 +222,7 @@ def _inside(engine: Engine, g: Gate, slots: I64) -> B1:
     exact = g.start_time is not None and g.start == g.end and not g.widened
     check = inside.copy() if exact else inside & (d >= (g.limit_day or g.end).toordinal())
     for j in np.flatnonzero(check):  # the last day, or a time of day: look at the times
-        inside[j] = g.contains(engine.slot_entry(int(slots[j])))
+        inside[j] = g.contains_at(*engine.store.date_time(int(slots[j])))
     return inside
 
 
@@ -289,6 +290,7 @@ def _expand(
     engine: Engine,
     req: QueryRequest,
     hits: list[dict[str, object]],
+    hit_slots: list[int],
     terms: list[str],
     scored: tuple[I64, F64],
 ) -> None:
@@ -302,20 +304,20 @@ def _expand(
     seen = {str(h["id"]) for h in hits}
     budget = req.budget_tokens
     used = sum(estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits)
-    for hit in hits:
+    for hit, slot in zip(hits, hit_slots, strict=False):
         linked: list[dict[str, object]] = []
-        for link in engine.entries[str(hit["id"])].links:
-            targets = [t for t in engine.resolve(link) if passes(req, t)]
+        for link in engine.store.links_of(slot):
+            targets = [t for t in engine.resolve_slots(link) if passes_slot(req, engine, t)]
             if not targets:
                 continue
-            best = targets[0] if link.heading else _best_for(engine, targets, scored)
+            best_slot = targets[0] if link.heading else _best_for(targets, scored)
+            best = engine.slot_entry(best_slot)
             cost = estimate_tokens(f"{best.heading}\n{best.text}")
             if best.id in seen or (budget is not None and used + cost > budget):
                 continue
             seen.add(best.id)
             used += cost
-            slot = engine.index.slot(best.id)
-            matched = engine.index.matched_terms(slot, terms) if slot is not None else []
+            matched = engine.index.matched_terms(best_slot, terms)
             context = _hit(best, None, matched, None)
             context["via"] = hit["id"]
             context["link"] = link.target + (f"#{link.heading}" if link.heading else "")
@@ -324,16 +326,15 @@ def _expand(
             hit["linked"] = linked
 
 
-def _best_for(engine: Engine, targets: list[Entry], scored: tuple[I64, F64]) -> Entry:
-    """Of a linked note's entries, the one BM25 scored best for the query (the first when
-    none matches); ``scored`` is the query's (slots, scores), slots ascending."""
+def _best_for(targets: list[int], scored: tuple[I64, F64]) -> int:
+    """Of a linked note's entries (slots), the one BM25 scored best for the query (the first
+    when none matches); ``scored`` is the query's (slots, scores), slots ascending."""
     slots, raw = scored
     best, best_score = targets[0], 0.0
-    for entry in targets:
-        slot = engine.index.slot(entry.id)
-        if slot is None or not slots.size:
-            continue
+    if not slots.size:
+        return best
+    for slot in targets:
         at = int(np.searchsorted(slots, slot))
         if at < slots.size and slots[at] == slot and raw[at] > best_score:
-            best, best_score = entry, float(raw[at])
+            best, best_score = slot, float(raw[at])
     return best

@@ -83,7 +83,6 @@ def open_engine(
 
     from ..core.engine import Engine
     from ..core.snapshot import scan_with_snapshot
-    from ..vectors.service import open_vectors
 
     use_logging()
     engine = Engine(config)
@@ -96,6 +95,8 @@ def open_engine(
         finally:
             quiet.setLevel(before)
     if vectors:
+        from ..vectors.service import open_vectors
+
         engine.vectors = open_vectors(config)
     return engine
 

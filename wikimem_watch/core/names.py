@@ -1,0 +1,53 @@
+"""The note name table that links resolve against: lower-cased path, path without ``.md``,
+file stem, title and aliases → the paths that answer to that name.
+
+A name held by one note (nearly all of them) maps to that path itself, not to a one-element
+set: at a million entries the table has a key or three per file, and a set costs 216 bytes.
+Pure functions over the engine's table; the engine owns it and calls them under its lock.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+Names = dict[str, str | set[str]]
+
+
+def name_keys(rel: str, title: str | None, aliases: tuple[str, ...]) -> set[str]:
+    """Every name a note answers to (its title and aliases: of its first entry)."""
+    base = rel[:-3] if rel.endswith(".md") else str(PurePosixPath(rel).with_suffix(""))
+    keys = {rel.lower(), base.lower(), base.rsplit("/", 1)[-1].lower()}
+    if title:
+        keys.add(title.lower())
+    keys.update(a.lower() for a in aliases)
+    keys.discard("")
+    return keys
+
+
+def add_names(names: Names, rel: str, keys: set[str]) -> None:
+    for key in keys:
+        held = names.get(key)
+        if held is None:
+            names[key] = rel
+        elif isinstance(held, set):
+            held.add(rel)
+        elif held != rel:
+            names[key] = {held, rel}
+
+
+def remove_names(names: Names, rel: str, keys: set[str]) -> None:
+    for key in keys:
+        held = names.get(key)
+        if held == rel:
+            del names[key]
+        elif isinstance(held, set):
+            held.discard(rel)
+            if len(held) == 1:
+                names[key] = next(iter(held))
+
+
+def paths_named(names: Names, key: str) -> tuple[str, ...]:
+    held = names.get(key)
+    if held is None:
+        return ()
+    return (held,) if isinstance(held, str) else tuple(held)
