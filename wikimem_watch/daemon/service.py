@@ -33,8 +33,6 @@ from ..core.snapshot import no_gc, restore_engine, save_snapshot
 from ..core.vault import iter_notes, notes_below
 from ..errors import ConfigError
 from ..retrieval.query import VectorSignal
-from ..vectors.service import VectorService, open_vectors
-from .http import HttpEndpoint, start_http, token_path
 from .journal import Journal
 from .methods import STOP_AFTER_REPLY
 from .report import index_status
@@ -55,6 +53,11 @@ from .server import Limits, Server
 from .subscriptions import ChangeFeed
 from .vault_writer import VaultWriter
 from .watcher import ChangeSet, ObserverFactory, Watcher
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # loaded only when configured: a BM25-only daemon starts without them
+    from ..vectors.service import VectorService
+    from .http import HttpEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +102,9 @@ class Daemon:
         self.http: HttpEndpoint | None = None
         self.engine = Engine(config)
         self.cache_problem = cache_dir_problem(config)
-        if vectors is None and self.cache_problem is None:
+        if vectors is None and self.cache_problem is None and config.embed != "none":
+            from ..vectors.service import open_vectors
+
             vectors = open_vectors(config)
         self.engine.vectors = vectors
         # Writes (ADR-0016): applied through the feed, which also tells subscribers and
@@ -185,7 +190,10 @@ class Daemon:
         try:
             self.server.bind()
             self.server.start()
-            self.http = start_http(self, self.config, self._after_reply)
+            if self.config.http:
+                from .http import start_http
+
+                self.http = start_http(self, self.config, self._after_reply)
             self.watcher.start()  # before the scan: nothing that changes meanwhile is lost
             log.info(
                 "serving %s on %s (%s watcher)",
@@ -409,6 +417,12 @@ class Daemon:
         self._stats = stats
         self._last_rescan = time.monotonic()
 
+    def _http_status(self) -> dict[str, str]:
+        from .http import token_path
+
+        assert self.http is not None
+        return {"url": self.http.url, "token_file": str(token_path(self.config))}
+
     def _save_snapshot(self) -> None:
         """Write the snapshot when the index (or a file's stat) changed since the last one."""
         if self.config.snapshot_path is None or self.cache_problem is not None:
@@ -537,9 +551,7 @@ class Daemon:
             uptime_s=round(time.monotonic() - self._started_mono, 3),
             connections=self.server.connection_count(),
             socket_limits=self.server.stats(),
-            http=None
-            if self.http is None
-            else {"url": self.http.url, "token_file": str(token_path(self.config))},
+            http=None if self.http is None else self._http_status(),
             safety_rescan_s=self.safety_rescan_s,
             snapshot=dict(self.snapshot),
         )
