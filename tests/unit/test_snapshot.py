@@ -372,3 +372,20 @@ def test_an_entry_whose_ts_is_not_its_metadata_ts_survives_the_round_trip(tmp_pa
     entry = again.entries["wiki/t.md#T"]
     assert entry.ts is None and entry.owner == "a" and ("ts", "yesterday") in entry.meta
     assert again.entries == first.entries
+
+
+@pytest.mark.parametrize("repeated", ["#09:00", "#a heading longer than eight bytes", "#火锅"])
+def test_a_repeated_id_within_a_file_is_found_short_or_long(repeated: str) -> None:
+    import numpy as np
+
+    from wikimem_watch.core.snapshot_check import SnapshotInvalid, check_keys
+
+    def check(keys: list[str], files: list[int]) -> None:
+        raw = [k.encode() for k in keys]
+        sizes = np.array([len(r) for r in raw], dtype=np.int32)
+        check_keys(b"".join(raw), sizes, np.array(files, dtype=np.int64))
+
+    others = ["", "#a heading longer than eight byteS", "#09:01", "~2"]
+    check([repeated, *others, repeated], [0, 0, 0, 0, 0, 1])  # the same key in two files
+    with pytest.raises(SnapshotInvalid):
+        check([repeated, *others, repeated], [0, 0, 0, 0, 0, 0])

@@ -132,3 +132,10 @@ def test_a_list_column_keeps_each_rows_items_through_compaction() -> None:
     assert [lst.get(r) for r in range(3)] == [[("z", "y")], [], [("b", "c"), ("d", "e")]]
     assert [lst.item_flags(r) for r in range(3)] == [[0], [], [2, 3]]
     assert lst.items == 3
+
+
+def test_a_string_columns_values_are_read_in_one_piece_or_row_by_row() -> None:
+    ascii_col = StrColumn.packed(b"abcde", np.array([2, -1, 3], dtype=np.int32))
+    assert ascii_col.values(3) == ["ab", None, "cde"]
+    mixed = StrColumn.packed("a火b".encode(), np.array([1, 3, 1], dtype=np.int32))
+    assert mixed.values(3) == ["a", "火", "b"]

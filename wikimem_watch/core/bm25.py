@@ -105,7 +105,9 @@ class Bm25Index:
         index._base_slots, index._base_tfs = slots, tfs
         capacity = max(1024, n_docs)
         index._doc_len = np.zeros(capacity, dtype=np.float64)
-        index._doc_len[:n_docs] = np.bincount(slots, weights=tfs, minlength=n_docs)
+        for at in range(0, slots.size, 1 << 20):  # bounded: weights are converted to float64
+            part = slice(at, at + (1 << 20))
+            index._doc_len[:n_docs] += np.bincount(slots[part], tfs[part], minlength=n_docs)
         index._alive = np.zeros(capacity, dtype=bool)
         index._alive[:n_docs] = True
         index._slots = index._live = n_docs
@@ -220,7 +222,7 @@ class Bm25Index:
             if term and self._df[tid] > 0:
                 yield tid, term
 
-    def posting_chunks(self, size: int = 1 << 22) -> Iterator[tuple[list[int], I32, I32, I32]]:
+    def posting_chunks(self, size: int = 1 << 20) -> Iterator[tuple[list[int], I32, I32, I32]]:
         """Every held term's postings (dead slots too), in term-id order, in chunks of whole
         terms of about ``size`` postings: (term ids, postings per term, slots, tfs)."""
         tids: list[int] = []

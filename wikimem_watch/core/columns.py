@@ -79,6 +79,21 @@ class StrColumn:
             return None
         return self.raw(int(self.at[row]), size).decode("utf-8", "surrogatepass")
 
+    def values(self, rows: int) -> list[str | None]:
+        """Rows ``0 .. rows - 1`` as a list: one decode when they are ASCII and side by side
+        (a freshly loaded column), else one per row."""
+        sizes = self.size[:rows]
+        lengths = np.maximum(sizes, 0).astype(np.int64)
+        at = self.at[:rows]
+        if rows and (at == np.cumsum(lengths) - lengths + at[0]).all():
+            raw = self.raw(int(at[0]), int(lengths.sum()))
+            if raw.isascii():
+                text = raw.decode("ascii")
+                ends = np.cumsum(lengths).tolist()
+                cut = zip([0, *ends[:-1]], ends, sizes.tolist(), strict=True)
+                return [None if size < 0 else text[a:b] for a, b, size in cut]
+        return [self.get(row) for row in range(rows)]
+
     def put(self, rows: Sequence[int] | I64, values: Sequence[str | None]) -> None:
         """Set each of ``rows`` to its value (rows beyond the column's size: ``grow`` first)."""
         raws = [None if v is None else v.encode("utf-8", "surrogatepass") for v in values]

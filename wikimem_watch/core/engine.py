@@ -20,6 +20,7 @@ import time
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 import numpy as np
 
@@ -157,10 +158,12 @@ class Engine(EngineReads):
         order = diary[np.lexsort((line[diary], minute[diary], day[diary]))]
         if not order.size:
             return
-        days = day[order]
-        cuts = np.flatnonzero(np.diff(days)) + 1
-        for chunk in np.split(order.astype(np.int32), cuts):
-            self.days[self.store.date_time(int(chunk[0]))[0] or ""] = array("i", chunk.tobytes())
+        cuts = (np.flatnonzero(np.diff(day[order])) + 1).tolist()
+        starts, ends = [0, *cuts], [*cuts, int(order.size)]
+        ordinals = day[order[starts]].tolist()
+        slots = array("i", order.astype(np.int32).tobytes())
+        for ordinal, a, b in zip(ordinals, starts, ends, strict=True):
+            self.days[date.fromordinal(ordinal).isoformat()] = slots[a:b]
         # Neighbours: consecutive entries of one file, in (time, line) order (the files'
         # slots are 0..n-1 in file order).
         counts = [len(record.slots) for record in self.files.values()]

@@ -208,10 +208,10 @@ def disk_stats(root: Path, rels: Iterable[str]) -> dict[str, tuple[int, int]]:
     """(mtime_ns, size) of each note, through symlinks; one that cannot be had is left out
     (and so re-read, which reports why)."""
     out: dict[str, tuple[int, int]] = {}
-    join = os.path.join
+    top = os.path.join(root, "")
     for rel in rels:
         try:
-            st = os.stat(join(root, *rel.split("/")))
+            st = os.stat(top + (rel if os.sep == "/" else rel.replace("/", os.sep)))
         except (OSError, ValueError):
             out[rel] = (-1, -1)  # matches no record: re-read, which says what is wrong
             continue

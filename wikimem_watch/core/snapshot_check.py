@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 I32 = npt.NDArray[np.int32]
 U8 = npt.NDArray[np.uint8]
-_DECODE_BYTES = 1 << 23  # UTF-8 is checked a few MB at a time: no copy of a whole column
+_DECODE_BYTES = 1 << 20  # UTF-8 is checked a MB at a time: no copy of a whole column
 _P = np.uint64(0x100000001B3)  # FNV prime: odd, so the row hash below mixes every byte
 
 
@@ -177,7 +177,7 @@ def check_keys(blob: bytes, sizes: I32, files: npt.NDArray[np.int64]) -> None:
     first = data[starts[lengths > 0]]
     if first.size and not np.isin(first, (ord("#"), ord("~"))).all():
         raise _fail("an entry id does not belong to its file")
-    hashes = _row_hashes(data, starts, lengths)
+    hashes = _fingerprints(data, starts, lengths)
     order = np.lexsort((lengths, hashes, files))
     same = (
         (files[order[1:]] == files[order[:-1]])
@@ -186,6 +186,23 @@ def check_keys(blob: bytes, sizes: I32, files: npt.NDArray[np.int64]) -> None:
     )
     if same.any():  # equal ids (or, once in 2^64, a hash collision: also no snapshot)
         raise _fail("two entries of one file have the same id")
+
+
+def _fingerprints(
+    data: U8, starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint64]:
+    """Per row, a 64-bit value equal for equal byte strings of one length: a row of up to
+    8 bytes is its own bytes (``#09:00``: most keys), a longer one a polynomial hash."""
+    out = np.zeros(lengths.size, dtype=np.uint64)
+    short = np.flatnonzero((lengths > 0) & (lengths <= 8))
+    width = np.arange(8, dtype=np.int64)
+    for chunk in np.array_split(short, 1 + short.size // (1 << 18)):
+        at = starts[chunk, None] + width
+        raw = np.where(width < lengths[chunk, None], data[np.minimum(at, data.size - 1)], 0)
+        out[chunk] = np.ascontiguousarray(raw.astype(np.uint8)).view(np.uint64).ravel()
+    long = np.flatnonzero(lengths > 8)
+    out[long] = _row_hashes(data, starts[long], lengths[long])
+    return out
 
 
 def _row_hashes(
@@ -226,9 +243,14 @@ def check_postings(n_terms: int, n_docs: int, counts: I32, slots: I32, tfs: I32)
         raise _fail("postings without terms")
     if slots.size and (slots.min() < 0 or slots.max() >= n_docs or tfs.min() < 1):
         raise _fail("a posting is out of range")
-    rising = np.diff(slots) > 0  # int32 differences: slots are in [0, n_docs)
-    if rising.size:
-        rising[np.cumsum(counts.astype(np.int64))[:-1] - 1] = True  # where a new term begins
+    # Strictly ascending within a term; a new term may start anywhere. In pieces: the
+    # differences of 10^7 postings would take 40 MB at once.
+    firsts = np.cumsum(counts.astype(np.int64))[:-1]  # where each term after the first begins
+    step = 1 << 20
+    for at in range(0, max(slots.size - 1, 0), step):
+        rising = np.diff(slots[at : at + step + 1]) > 0  # int32: slots are in [0, n_docs)
+        begins = firsts[(firsts > at) & (firsts <= at + step)] - at - 1
+        rising[begins] = True
         if not rising.all():
             raise _fail("a term's postings repeat or are out of order")
 

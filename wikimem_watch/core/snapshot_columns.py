@@ -210,9 +210,11 @@ def load_sections(
     store.next = np.full(n, -1, dtype=np.int32)
     per_file = counts.tolist()
     store.path = list(chain.from_iterable(map(repeat, paths, per_file)))
-    file_titles = [titles.get(f) for f in range(n_files)]
+    file_titles = titles.values(n_files)
     store.title = list(chain.from_iterable(map(repeat, file_titles, per_file)))
-    alias_tuples = [tuple(str(a) for (a,) in aliases.get(f)) for f in range(n_files)]
+    alias_tuples: list[tuple[str, ...]] = [()] * n_files
+    for f in np.flatnonzero(aliases.count[:n_files]).tolist():
+        alias_tuples[f] = tuple(str(a) for (a,) in aliases.get(f))
     store.aliases = list(chain.from_iterable(map(repeat, alias_tuples, per_file)))
 
     files: dict[str, FileRecord] = {}

@@ -33,8 +33,8 @@ class NoteFilter:
         name = parts[-1]
         if name.startswith("~") or name.endswith("~") or name.startswith("#"):
             return False  # backup / lock files some editors leave beside a note
-        if not any(_match(rel, g) for g in self.include):
-            return False
+        if self.include != ("*",) and not any(_match(rel, g) for g in self.include):
+            return False  # "*" matches every path: no glob to run (it is the default)
         return not any(_match(rel, g) for g in self.exclude)
 
 
