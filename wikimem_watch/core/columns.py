@@ -74,10 +74,10 @@ class StrColumn:
         return self._base[at:] + bytes(self._tail[: at + size - base])
 
     def get(self, row: int) -> str | None:
-        size = int(self.size[row])
+        size: int = self.size.item(row)
         if size < 0:
             return None
-        return self.raw(int(self.at[row]), size).decode("utf-8", "surrogatepass")
+        return self.raw(self.at.item(row), size).decode("utf-8", "surrogatepass")
 
     def values(self, rows: int) -> list[str | None]:
         """Rows ``0 .. rows - 1`` as a list: one decode when they are ASCII and side by side

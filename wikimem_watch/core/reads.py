@@ -210,7 +210,7 @@ class EngineReads:
         O(days + entries)."""
         with self.lock:
             out: list[int] = []
-            if (end - start).days > 4 * len(self.days):
+            if 12 * (end - start).days > len(self.days):  # a date string costs ~12 dict steps
                 days = sorted(d for d in self.days if start.isoformat() <= d <= end.isoformat())
             else:
                 days = [(start + timedelta(n)).isoformat() for n in range((end - start).days + 1)]
@@ -226,7 +226,7 @@ class EngineReads:
     def count_days(self, start: date, end: date) -> int:
         """How many diary entries are dated within [start, end]. Costs O(days)."""
         with self.lock:
-            if (end - start).days > 4 * len(self.days):
+            if 12 * (end - start).days > len(self.days):  # a date string costs ~12 dict steps
                 lo, hi = start.isoformat(), end.isoformat()
                 return sum(len(slots) for d, slots in self.days.items() if lo <= d <= hi)
             days = ((start + timedelta(n)).isoformat() for n in range((end - start).days + 1))

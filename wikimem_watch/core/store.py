@@ -252,29 +252,29 @@ class EntryStore:
         path = self.path[slot]
         if path is None:
             raise KeyError(f"no entry at slot {slot}")
-        day = int(self.day[slot])
+        day = self.day.item(slot)
         heading = self.heading.get(slot)
         text = self.text.get(slot)
         assert heading is not None and text is not None
         meta = self.meta_of(slot)
-
-        def derived(name: str) -> str | None:
-            overrides = self.overrides[name]
-            return overrides[slot] if slot in overrides else dict(meta).get(name)
-
+        fields = dict(meta)
+        derived = [
+            over[slot] if slot in over else fields.get(name)
+            for name, over in zip(DERIVED, self._derived, strict=True)
+        ]
         return Entry(
             id=path + (self.key.get(slot) or ""),
-            kind="wiki" if self.wiki[slot] else "diary",
+            kind="wiki" if self.wiki.item(slot) else "diary",
             path=path,
             heading=heading,
-            line=int(self.line[slot]),
+            line=self.line.item(slot),
             text=text,
-            hash=bytes(self.hash[slot]).hex(),
+            hash=self.hash[slot].tobytes().hex(),
             date=date.fromordinal(day).isoformat() if day else None,
-            time=_time_of(int(self.minute[slot])),
-            ts=derived("ts"),
-            owner=derived("owner"),
-            source=derived("source"),
+            time=_time_of(self.minute.item(slot)),
+            ts=derived[0],
+            owner=derived[1],
+            source=derived[2],
             meta=meta,
             tags=self.tags_of(slot),
             links=self.links_of(slot),
@@ -297,8 +297,12 @@ class EntryStore:
             int(self.minute[slot])
         )
 
+    @property
+    def _derived(self) -> list[dict[int, str | None]]:
+        return [self.overrides[name] for name in DERIVED]
+
     def tags_of(self, slot: int) -> tuple[str, ...]:
-        if not self.tags.count[slot]:
+        if not self.tags.count.item(slot):
             return ()
         return tuple(str(t) for (t,) in self.tags.get(slot))
 
@@ -309,7 +313,7 @@ class EntryStore:
         return _meta_of(self.meta.get(slot))
 
     def links_of(self, slot: int) -> tuple[Link, ...]:
-        if not self.links.count[slot]:
+        if not self.links.count.item(slot):
             return ()
         flags = self.links.item_flags(slot)
         return tuple(
