@@ -198,3 +198,16 @@ def test_an_index_from_postings_scores_like_one_built_and_changes_like_one() -> 
         index.index.flush(force=True)
     assert_same(scores_by_key(loaded, ["cat", "火锅"]), scores_by_key(built, ["cat", "火锅"]))
     assert loaded.index.matched_terms(loaded.docs["b"][0], ["food", "cat", "x"]) == ["food", "cat"]
+
+
+def test_matched_terms_of_several_documents_agree_with_one_at_a_time() -> None:
+    index = Keyed()
+    for key, tokens in DOCS.items():
+        index.upsert(key, tokens)
+    index.remove("b")
+    index.upsert("b", ["food", "cat"])  # a later slot: "cat" postings stay ascending
+    slots = [s for s, _ in index.docs.values()] + [99]
+    query = ["cat", "food", "火锅", "nope", "cat"]
+    want = [index.index.matched_terms(s, query) for s in slots]
+    assert index.index.matched_terms_of(slots, query) == want
+    assert want[-1] == [] and ["cat", "food"] in want

@@ -397,6 +397,25 @@ class Bm25Index:
         hit = np.flatnonzero(scores > 0.0)
         return hit.astype(np.int64), scores[hit]
 
+    def matched_terms_of(self, slots: Sequence[int], terms: Iterable[str]) -> list[list[str]]:
+        """``matched_terms`` for several documents: one search per term, not per pair."""
+        want = [s if self.alive(s) else -1 for s in slots]
+        rows = np.asarray(want, dtype=np.int64)
+        out: list[list[str]] = [[] for _ in want]
+        for term in dict.fromkeys(terms):
+            tid = self._term_id.get(term)
+            if tid is None or self._df[tid] == 0 or not rows.size:
+                continue
+            held, _ = self.postings(tid)
+            if tid in self._unsorted:
+                found = np.isin(rows, held)
+            else:
+                at = np.minimum(np.searchsorted(held, rows), max(held.size - 1, 0))
+                found = (held[at] == rows) if held.size else np.zeros(rows.size, dtype=bool)
+            for i in np.flatnonzero(found & (rows >= 0)).tolist():
+                out[i].append(term)
+        return out
+
     def matched_terms(self, slot: int, terms: Iterable[str]) -> list[str]:
         """Which of ``terms`` occur in the document at ``slot``, in query order."""
         if not self.alive(slot):

@@ -257,9 +257,9 @@ class EntryStore:
         text = self.text.get(slot)
         assert heading is not None and text is not None
         meta = self.meta_of(slot)
-        fields = dict(meta)
+        fields = dict(meta) if meta else {}
         derived = [
-            over[slot] if slot in over else fields.get(name)
+            over[slot] if over and slot in over else fields.get(name)
             for name, over in zip(DERIVED, self._derived, strict=True)
         ]
         return Entry(

@@ -148,9 +148,10 @@ def _ranked(
     order = _gate_first(engine, slots, fused, inside, req.k)
     hits: list[dict[str, object]] = []
     hit_slots = [int(slots[j]) for j in order]
-    for j in order:
-        entry = engine.slot_entry(int(slots[j]))
-        matched = engine.index.matched_terms(int(slots[j]), terms)
+    matched_of = engine.index.matched_terms_of(hit_slots, terms)
+    for n, j in enumerate(order):
+        entry = engine.slot_entry(hit_slots[n])
+        matched = matched_of[n]
         mark = None if gate is None or entry.kind == "wiki" else bool(inside[j])
         hit = _hit(entry, float(fused[j]), matched, mark)
         if req.explain:
