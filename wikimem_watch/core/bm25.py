@@ -37,7 +37,7 @@ I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 COMPACT_MIN = 1024  # dead slots kept before a compaction is worth its pass
 COMPACT_FRACTION = 0.125  # ... or this share of the live documents, whichever is larger
-PACK_TERMS = 8192  # terms given their own buffers before the rare ones among them are packed
+PACK_TERMS = 65536  # terms given their own buffers before the rare ones among them are packed
 PACK_POSTINGS = 64  # a term with at most this many postings is rare
 
 log = logging.getLogger(__name__)
