@@ -217,41 +217,10 @@ class Bm25Index:
         return np.frombuffer(own_slots, dtype=np.int32), np.frombuffer(own_tfs, dtype=np.int32)
 
     def terms(self) -> Iterator[tuple[int, str]]:
-        """(term id, term) of every term some live or dead document still holds."""
+        """(term id, term) of every term a live document holds."""
         for tid, term in enumerate(self._terms):
             if term and self._df[tid] > 0:
                 yield tid, term
-
-    def posting_chunks(self, size: int = 1 << 20) -> Iterator[tuple[list[int], I32, I32, I32]]:
-        """Every held term's postings (dead slots too), in term-id order, in chunks of whole
-        terms of about ``size`` postings: (term ids, postings per term, slots, tfs)."""
-        tids: list[int] = []
-        counts: list[int] = []
-        slot_parts: list[I32] = []
-        tf_parts: list[I32] = []
-        held = 0
-        for tid, _ in self.terms():
-            slots, tfs = self.postings(tid)
-            tids.append(tid)
-            counts.append(slots.size)
-            slot_parts.append(slots)
-            tf_parts.append(tfs)
-            held += slots.size
-            if held >= size:
-                yield (
-                    tids,
-                    np.array(counts, np.int32),
-                    np.concatenate(slot_parts),
-                    np.concatenate(tf_parts),
-                )
-                tids, counts, slot_parts, tf_parts, held = [], [], [], [], 0
-        if tids:
-            yield (
-                tids,
-                np.array(counts, np.int32),
-                np.concatenate(slot_parts),
-                np.concatenate(tf_parts),
-            )
 
     def remove(self, slot: int, tokens: Sequence[str]) -> None:
         """Remove the document at ``slot``; ``tokens`` are the ones it was added with."""
@@ -418,11 +387,4 @@ class Bm25Index:
 
     def matched_terms(self, slot: int, terms: Iterable[str]) -> list[str]:
         """Which of ``terms`` occur in the document at ``slot``, in query order."""
-        if not self.alive(slot):
-            return []
-        out = []
-        for term in dict.fromkeys(terms):
-            tid = self._term_id.get(term)
-            if tid is not None and self._df[tid] > 0 and self._has(tid, slot):
-                out.append(term)
-        return out
+        return self.matched_terms_of([slot], terms)[0]

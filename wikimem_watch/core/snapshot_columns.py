@@ -44,6 +44,7 @@ Payload = bytes | Iterable[bytes]
 STRINGS = {"key": False, "heading": False, "text": False, "meta": True}
 LISTS = {"tags": (1, False), "links": (3, True)}
 _OPTIONAL_FIELDS = {("links", 1), ("links", 2)}  # a link's heading and alias may be None
+POSTING_CHUNK = 1 << 20  # postings renumbered at a time when writing
 
 
 @dataclass(slots=True)
@@ -133,9 +134,9 @@ def _postings(index: Bm25Index, order: I64) -> Iterator[tuple[str, Payload]]:
     counts: list[np.ndarray] = []
 
     def chunks(part: int) -> Iterator[bytes]:
-        for tids, per_term, slots, tfs in index.posting_chunks():
+        for names, per_term, slots, tfs in _posting_chunks(index):
             mapped = new_slot[slots]
-            term_of = np.repeat(np.arange(len(tids), dtype=np.int32), per_term)
+            term_of = np.repeat(np.arange(len(names), dtype=np.int32), per_term)
             live = mapped >= 0
             mapped, tfs, term_of = mapped[live], tfs[live], term_of[live]
             if mapped.size > 1:
@@ -144,8 +145,8 @@ def _postings(index: Bm25Index, order: I64) -> Iterator[tuple[str, Payload]]:
                     by = np.lexsort((mapped, term_of))
                     mapped, tfs, term_of = mapped[by], tfs[by], term_of[by]
             if part == 0:
-                kept = np.bincount(term_of, minlength=len(tids))
-                terms.extend(index._terms[t] for t, k in zip(tids, kept.tolist(), strict=True) if k)
+                kept = np.bincount(term_of, minlength=len(names))
+                terms.extend(t for t, k in zip(names, kept.tolist(), strict=True) if k)
                 counts.append(kept[kept > 0].astype("<i4"))
             yield (mapped if part == 0 else tfs).astype("<i4").tobytes()
 
@@ -153,6 +154,34 @@ def _postings(index: Bm25Index, order: I64) -> Iterator[tuple[str, Payload]]:
     yield "post_tfs", chunks(1)
     yield "terms", json.dumps(terms).encode()
     yield "term_counts", np.concatenate(counts or [np.zeros(0, "<i4")]).astype("<i4").tobytes()
+
+
+Chunk = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
+
+
+def _posting_chunks(index: Bm25Index) -> Iterator[Chunk]:
+    """Every live term's postings (dead slots too), in term-id order, in chunks of whole
+    terms of about ``size`` postings: (terms, postings per term, slots, tfs)."""
+    names: list[str] = []
+    slot_parts: list[np.ndarray] = []
+    tf_parts: list[np.ndarray] = []
+    held = 0
+
+    def chunk() -> Chunk:
+        counts = np.array([p.size for p in slot_parts], np.int32)
+        return names, counts, np.concatenate(slot_parts), np.concatenate(tf_parts)
+
+    for tid, term in index.terms():
+        slots, tfs = index.postings(tid)
+        names.append(term)
+        slot_parts.append(slots)
+        tf_parts.append(tfs)
+        held += slots.size
+        if held >= POSTING_CHUNK:
+            yield chunk()
+            names, slot_parts, tf_parts, held = [], [], [], 0
+    if names:
+        yield chunk()
 
 
 # ----------------------------------------------------------------------------- reading
