@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import write
 from wikimem_watch.config import load_config
+from wikimem_watch.core import snapshot
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.snapshot import MAGIC, read_snapshot, save_snapshot, scan_with_snapshot
 from wikimem_watch.retrieval.query import run_query
@@ -288,6 +289,18 @@ def test_a_snapshot_made_under_other_index_settings_is_foreign(
     path = other.config.snapshot_path
     assert path is not None and path.is_file()
     assert read_snapshot(path, other) is None
+
+
+def test_a_snapshot_made_by_other_indexing_code_is_foreign(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _vault(tmp_path)
+    engine = _engine(root)
+    scan_with_snapshot(engine)
+    path = engine.config.snapshot_path
+    assert path is not None and read_snapshot(path, _engine(root)) is not None
+    monkeypatch.setattr(snapshot, "index_rules", lambda: "a parser changed since")
+    assert read_snapshot(path, _engine(root)) is None
 
 
 def test_a_snapshot_of_another_vault_is_foreign(tmp_path: Path) -> None:

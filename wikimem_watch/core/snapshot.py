@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import logging
 import os
@@ -45,6 +46,25 @@ REWRITE_MIN_FILES = 256  # a one-shot rewrites the snapshot when more files than
 _TRAILER = struct.Struct("<QI")  # the header's length and CRC-32
 
 
+# The modules whose code decides what is indexed: what a file parses into and which terms
+# an entry gets. Their bytes are part of a snapshot's settings, so a change to a rule (a
+# new heading case, a tokenizer fix) makes older snapshots foreign without a version bump
+# anyone has to remember.
+_RULE_MODULES = ("parse", "tokenize", "facts", "vault")
+
+
+def index_rules() -> str:
+    """A digest of the code of ``_RULE_MODULES`` (the package version when unreadable)."""
+    digest = hashlib.blake2b(digest_size=8)
+    for name in _RULE_MODULES:
+        path = Path(__file__).with_name(f"{name}.py")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            return __version__
+    return digest.hexdigest()
+
+
 def settings_of(config: Config, engine: Engine) -> dict[str, object]:
     """Everything that changes what is indexed: a snapshot made under others is foreign.
 
@@ -55,6 +75,7 @@ def settings_of(config: Config, engine: Engine) -> dict[str, object]:
     return {
         "format": FORMAT,
         "version": __version__,
+        "rules": index_rules(),
         "vault": str(config.vault),
         "stop_words": config.stop_words,
         "stem": config.stem,
