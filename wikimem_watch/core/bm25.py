@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from itertools import repeat
+from itertools import chain, compress, repeat
+from operator import is_
 
 import numpy as np
 import numpy.typing as npt
@@ -143,50 +143,64 @@ class Bm25Index:
     def upsert_many(self, docs: Sequence[tuple[str, Sequence[str]]]) -> list[int]:
         """Add (or replace) documents; returns their slots, in order.
 
-        Postings are appended term by term, not document by document: a scan of 100k entries
-        makes one buffer append per distinct term instead of one per (term, document) pair.
+        The batch is counted and grouped with a few numpy passes over all its tokens at
+        once: term frequencies per document, then postings appended term by term (one
+        buffer append per distinct term of the batch, not one per (term, document) pair).
+        New terms get ids in the order of their first occurrence, as one by one would.
         """
         if len({key for key, _ in docs}) != len(docs):
             raise ValueError("upsert_many: a key appears twice")
         for key, _ in docs:
             self.remove(key)
+        if not docs:
+            return []
+        lens = [len(tokens) for _, tokens in docs]
+        flat = list(chain.from_iterable(tokens for _, tokens in docs))
         term_id = self._term_id
-        slots: list[int] = []
-        flat_tid, flat_slot, flat_tf = array("i"), array("i"), array("i")
-        for key, tokens in docs:
-            slot = self._free.pop() if self._free else self._new_slot()
-            counts = Counter(tokens)
-            ids = list(map(term_id.get, counts, repeat(-1)))
-            if -1 in ids:
-                ids = [
-                    self._term(t) if tid < 0 else tid for t, tid in zip(counts, ids, strict=True)
-                ]
-            tids = array("i", ids)
-            flat_tid.extend(tids)
-            flat_slot.extend(array("i", [slot]) * len(tids))
-            flat_tf.extend(array("i", counts.values()))
+        found = list(map(term_id.get, flat))
+        if None in found:
+            for term in dict.fromkeys(compress(flat, map(is_, found, repeat(None)))):
+                self._term(term)
+            found = list(map(term_id.__getitem__, flat))
+        slots = [self._free.pop() if self._free else self._new_slot() for _ in docs]
+        for (key, _), slot in zip(docs, slots, strict=True):
             self._slot_of[key] = slot
             self._key_of[slot] = key
-            self._doc_terms[slot] = tids
-            self._doc_len[slot] = len(tokens)
-            self._alive[slot] = True
-            self._total_len += len(tokens)
-            slots.append(slot)
-        tid_arr = np.frombuffer(flat_tid, dtype=np.int32)
-        order = np.argsort(tid_arr, kind="stable")
-        tid_sorted = tid_arr[order]
-        slot_sorted = np.frombuffer(flat_slot, dtype=np.int32)[order]
-        tf_sorted = np.frombuffer(flat_tf, dtype=np.int32)[order]
+        at = np.asarray(slots, dtype=np.int64)
+        self._doc_len[at] = lens
+        self._alive[at] = True
+        self._total_len += sum(lens)
+        if not flat:
+            for slot in slots:
+                self._doc_terms[slot] = array("i")
+            return slots
+        # (document, term) pairs as one sortable key: ascending by document, then term id.
+        width = len(self._terms)
+        pairs = np.repeat(np.arange(len(docs), dtype=np.int64) * width, lens)
+        pairs += np.asarray(found, dtype=np.int64)
+        pairs, tfs = np.unique(pairs, return_counts=True)
+        doc_of, tids = np.divmod(pairs, width)
+        tids32 = tids.astype(np.int32)
+        # Each document's distinct term ids, ascending (as a snapshot load has them).
+        tid_bytes = tids32.tobytes()
+        ends = np.cumsum(np.bincount(doc_of, minlength=len(docs))).tolist()
+        start = 0
+        for slot, end in zip(slots, ends, strict=True):
+            self._doc_terms[slot] = array("i", tid_bytes[start * 4 : end * 4])
+            start = end
+        # Postings: grouped by term, documents in batch order within a term.
+        order = np.argsort(tids32, kind="stable")
+        tid_sorted = tids32[order]
+        slot_bytes = at[doc_of[order]].astype(np.int32).tobytes()
+        tf_bytes = tfs[order].astype(np.int32).tobytes()
         bounds = np.flatnonzero(np.diff(tid_sorted)) + 1
-        starts = np.concatenate([[0], bounds]).tolist()
-        ends = np.concatenate([bounds, [tid_sorted.size]]).tolist()
-        for a, b in zip(starts, ends, strict=True):
-            if a == b:
-                continue
-            tid = int(tid_sorted[a])
-            self._df[tid] += b - a
-            self._post_slot[tid].frombytes(slot_sorted[a:b].tobytes())
-            self._post_tf[tid].frombytes(tf_sorted[a:b].tobytes())
+        starts = [0, *bounds.tolist()]
+        ends = [*bounds.tolist(), int(tid_sorted.size)]
+        df, post_slot, post_tf = self._df, self._post_slot, self._post_tf
+        for tid, a, b in zip(tid_sorted[starts].tolist(), starts, ends, strict=True):
+            df[tid] += b - a
+            post_slot[tid].frombytes(slot_bytes[a * 4 : b * 4])
+            post_tf[tid].frombytes(tf_bytes[a * 4 : b * 4])
         return slots
 
     def _term(self, term: str) -> int:
