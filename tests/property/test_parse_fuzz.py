@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wikimem_watch.core.parse import _MD, _atx_heading, parse_meta, parse_note, strip_meta
+from wikimem_watch.core.headings import _MD, _atx_heading
+from wikimem_watch.core.parse import parse_meta, parse_note, strip_meta
 
 RISKY = "> quote\n\n"  # sends a note through markdown-it instead of the fast line scan
 
