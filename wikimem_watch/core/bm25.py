@@ -18,8 +18,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Sequence
-from itertools import chain, compress, repeat
-from operator import is_
+from itertools import chain, repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +36,17 @@ def _stable_order(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
     high = (values >> 16).astype(np.uint16)
     order = np.argsort(low, kind="stable")
     return order[np.argsort(high[order], kind="stable")]
+
+
+def _counted(keys: I64) -> tuple[I64, I64]:
+    """``np.unique(keys, return_counts=True)`` for non-negative keys, by radix passes when
+    they fit in 31 bits (a batch's (document, term) keys do until ~10^9 of them)."""
+    if keys.size == 0 or int(keys.max()) >= 2**31:
+        return np.unique(keys, return_counts=True)
+    ordered = keys[_stable_order(keys.astype(np.int32))]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    counts = np.diff(np.append(starts, ordered.size))
+    return ordered[starts], counts
 
 
 class Bm25Index:
@@ -157,11 +167,12 @@ class Bm25Index:
         lens = [len(tokens) for _, tokens in docs]
         flat = list(chain.from_iterable(tokens for _, tokens in docs))
         term_id = self._term_id
-        found = list(map(term_id.get, flat))
-        if None in found:
-            for term in dict.fromkeys(compress(flat, map(is_, found, repeat(None)))):
-                self._term(term)
-            found = list(map(term_id.__getitem__, flat))
+        found = np.fromiter(map(term_id.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
+        new_at = np.flatnonzero(found < 0)
+        if new_at.size:  # new terms: numbered in order of first occurrence
+            new = list(map(flat.__getitem__, new_at.tolist()))
+            self._add_terms(dict.fromkeys(new))
+            found[new_at] = list(map(term_id.__getitem__, new))
         slots = [self._free.pop() if self._free else self._new_slot() for _ in docs]
         for (key, _), slot in zip(docs, slots, strict=True):
             self._slot_of[key] = slot
@@ -177,8 +188,8 @@ class Bm25Index:
         # (document, term) pairs as one sortable key: ascending by document, then term id.
         width = len(self._terms)
         pairs = np.repeat(np.arange(len(docs), dtype=np.int64) * width, lens)
-        pairs += np.asarray(found, dtype=np.int64)
-        pairs, tfs = np.unique(pairs, return_counts=True)
+        pairs += found
+        pairs, tfs = _counted(pairs)
         doc_of, tids = np.divmod(pairs, width)
         tids32 = tids.astype(np.int32)
         # Each document's distinct term ids, ascending (as a snapshot load has them).
@@ -189,7 +200,7 @@ class Bm25Index:
             self._doc_terms[slot] = array("i", tid_bytes[start * 4 : end * 4])
             start = end
         # Postings: grouped by term, documents in batch order within a term.
-        order = np.argsort(tids32, kind="stable")
+        order = _stable_order(tids32)
         tid_sorted = tids32[order]
         slot_bytes = at[doc_of[order]].astype(np.int32).tobytes()
         tf_bytes = tfs[order].astype(np.int32).tobytes()
@@ -203,15 +214,15 @@ class Bm25Index:
             post_tf[tid].frombytes(tf_bytes[a * 4 : b * 4])
         return slots
 
-    def _term(self, term: str) -> int:
-        """The id of a term seen for the first time."""
-        tid = len(self._terms)
-        self._term_id[term] = tid
-        self._terms.append(term)
-        self._df.append(0)
-        self._post_slot.append(array("i"))
-        self._post_tf.append(array("i"))
-        return tid
+    def _add_terms(self, terms: Iterable[str]) -> None:
+        """Number terms seen for the first time, in the order given."""
+        new = list(terms)
+        base = len(self._terms)
+        self._term_id.update(zip(new, range(base, base + len(new)), strict=True))
+        self._terms.extend(new)
+        self._df.extend(repeat(0, len(new)))
+        self._post_slot.extend([array("i") for _ in new])
+        self._post_tf.extend([array("i") for _ in new])
 
     def remove(self, key: str) -> bool:
         """Remove one document; False when it was not indexed."""

@@ -16,9 +16,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from functools import partial
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -31,6 +32,7 @@ from .facts import asked_before, entry_digest, entry_epoch_days, indexed_text, m
 from .models import Entry
 from .parse import parse_note, text_hash
 from .reads import EngineReads
+from .scan import map_in_order
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
 
 __all__ = ["ApplyStats", "Engine", "FileRecord", "entry_epoch_days", "indexed_text"]
@@ -174,8 +176,7 @@ class Engine(EngineReads):
         with self.apply_lock:
             batch: list[_Prepared] = []
             size = 0
-            for rel in self._with_links(paths):
-                prepared = self._prepare(rel)
+            for prepared in self._prepare_all(self._with_links(paths)):
                 if prepared is None:
                     stats.unchanged += 1
                     continue
@@ -211,14 +212,23 @@ class Engine(EngineReads):
             out.update(dict.fromkeys(sorted(self._links_to.get(rel, ()))))
         return list(out)
 
-    def _prepare(self, rel: str) -> _Prepared | None:
+    def _prepare_all(self, rels: list[str]) -> Iterator[_Prepared | None]:
+        """Each file prepared, in order. A cold scan (nothing indexed, so preparing a file
+        changes nothing here) shares the files with a forked helper when it pays (ADR-0018)."""
+        prepare = partial(self._prepare, real_root=os.path.realpath(self.root))
+        if self.files or self.skipped:
+            return map(prepare, rels)
+        return map_in_order(rels, prepare)
+
+    def _prepare(self, rel: str, real_root: str | None = None) -> _Prepared | None:
         """Read, hash, parse and tokenize one file, without the engine lock (``None``:
         unchanged). Only appliers write ``files``/``skipped``, and they hold ``apply_lock``."""
         if not self.note_filter.accepts(rel):
             return _Prepared(rel, gone=True)
         stat = self._stat(rel)
         try:
-            note = read_note(self.root, rel, follow_external=self.config.follow_external_symlinks)
+            follow = self.config.follow_external_symlinks
+            note = read_note(self.root, rel, follow_external=follow, real_root=real_root)
         except FileNotFoundError:
             return _Prepared(rel, gone=True)
         except SkipFile as exc:
