@@ -59,10 +59,13 @@ def stem(word: str) -> str:
     return _STEMMER.stemWord(word) if word.isascii() else word
 
 
-# Cached pieces: 200k short pieces are a few tens of MB at most; a longer piece (a CJK
-# sentence) rarely repeats, so it is split again each time rather than kept.
+# Cached pieces. Words repeat (a vault's vocabulary is Zipfian); runs of East-Asian script
+# longer than a word or two rarely do (a 100k-entry vault has ~100k distinct CJK runs of up to
+# 24 characters, seen 1.3 times each, whose bigrams would take ~130 MB), so those are split
+# again each time.
 _PIECE_CACHE_SIZE = 200_000
-_PIECE_CACHE_CHARS = 24
+_PIECE_CACHE_CHARS = 32  # a piece of Latin script
+_PIECE_CACHE_CHARS_EAST = 4  # a piece with any other character
 
 # The first pass: maximal runs of word characters and East-Asian script, joined by inner
 # apostrophes. Every match of ``_TOKEN`` lies inside one piece (``_TOKEN`` has no look-behind,
@@ -111,13 +114,14 @@ class Tokenizer:
 
     def _piece(self, piece: str) -> tuple[str, ...]:
         """The terms of one piece not seen before (or too long to be remembered)."""
-        if piece.isascii() and "_" not in piece:
+        ascii = piece.isascii()
+        if ascii and "_" not in piece:
             terms: tuple[str, ...] = (t,) if (t := self._word(piece)) else ()
         elif self.segmenter is None and _CJK_RUN.fullmatch(piece):
             terms = _bigrams(piece)
         else:
             terms = tuple(self._terms(piece))
-        if len(piece) <= _PIECE_CACHE_CHARS:
+        if len(piece) <= (_PIECE_CACHE_CHARS if ascii else _PIECE_CACHE_CHARS_EAST):
             if len(self._pieces) >= _PIECE_CACHE_SIZE:
                 self._pieces.clear()
             self._pieces[piece] = terms
