@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from wikimem_watch.core.headings import _MD, _atx_heading
@@ -109,6 +109,10 @@ ATX_PIECES = ["#", "##", " ", "\t", "a", "\\", "#a", " #", "x y"]
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(ATX_PIECES), max_size=12).map("".join))
+@example("##  a")
+@example("## a \t")
+@example("## a #")
+@example("##\ta")
 def test_atx_heading_rule_equals_markdown_it(line: str) -> None:
     tokens = _MD.parse(line)
     expected = next(

@@ -79,6 +79,8 @@ def _atx_heading(line: str) -> tuple[int, str] | None:
     Written out rather than as a regex: ``(.*?)`` followed by an optional closing sequence
     backtracks quadratically over a long run of spaces or tabs.
     """
+    if line.startswith("## ") and line.find("#", 3) < 0:
+        return 2, line[3:].strip()  # the common case: no closing sequence can follow
     start = len(line) - len(line.lstrip(" "))
     pos = start
     while pos < len(line) and line[pos] == "#":

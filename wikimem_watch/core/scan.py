@@ -207,19 +207,25 @@ class _Shared(Generic[T, R]):
 
     def _advance(self, want: int) -> None:
         """Make progress towards chunk ``want`` (the next to yield) without ever waiting:
-        take a result the helper has sent; else run the next free chunk here; else take back
-        the newest chunk handed over (not started yet, most likely; the last one, ``want``,
-        maybe half done) and run it here. So the caller is never slower than alone by more
-        than one chunk, however little CPU time the helper gets."""
+        take a result the helper has sent; else run the next free chunk here, unless
+        ``AHEAD`` chunks already wait for ``want``; else take a chunk back from the helper
+        and run it here: the newest (not started yet, most likely) at the end of the scan,
+        ``want`` itself when too much waits for it. So the caller is never slower than alone
+        by more than about one chunk, however little CPU time the helper gets, and holds at
+        most ``AHEAD`` chunks of results it cannot use yet."""
         if self.conn is not None and self.conn.poll():
             self._receive()
-        elif not self._all_taken():
+        elif not self._all_taken() and len(self.done) < AHEAD:
             n = self.next_chunk
             self.next_chunk += 1
             self.done[n] = self._run(n)
         elif self.sent:
-            n = self.sent.pop()
+            n = self.sent.pop(0 if len(self.done) >= AHEAD else -1)
             self._tell(-n - 1)
+            self.done[n] = self._run(n)
+        else:  # the helper is gone: ``want`` is the next free chunk
+            n = self.next_chunk
+            self.next_chunk += 1
             self.done[n] = self._run(n)
         self._hand_out()
 
