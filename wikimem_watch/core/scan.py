@@ -9,9 +9,10 @@ the items, so what the caller builds is exactly what a serial ``map`` gives.
 
 The helper is a ``fork`` of the caller, so ``work`` may be any callable (a bound method of
 an engine with its configuration and tokenizer) and nothing is imported again. ``fork`` is
-used only where it is safe and cheap: Linux, a process with no other thread (a thread
-holding a lock at the moment of the fork would leave the child deadlocked), at least two
-CPUs to run on, and enough items to pay for the start (a few milliseconds) and the pickling.
+used only where it is safe and cheap: Linux, a process with no other Python thread (a thread
+holding a lock at the moment of the fork would leave the child deadlocked; the daemon, with
+its server and watcher threads, always scans in one process), at least two CPUs, and enough
+items to pay for the start (a few milliseconds) and the pickling.
 Anything else, or a helper that cannot start, dies or fails on an item, falls back to doing
 that work here: the result never depends on the helper.
 """
@@ -28,6 +29,7 @@ import pickle
 import signal
 import sys
 import threading
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
@@ -147,7 +149,12 @@ class _Shared(Generic[T, R]):
             target=self._serve, args=(theirs, mine), name="wikimem-scan", daemon=True
         )
         try:
-            proc.start()
+            with warnings.catch_warnings():
+                # Python 3.12+ may warn about a fork in a process with other threads. With
+                # ``threading`` reporting none, any are native pools (numpy's BLAS), idle
+                # here, and the helper never calls into them.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                proc.start()
         except OSError as exc:
             log.info("scan helper not started (%s); scanning in one process", exc)
             mine.close()
