@@ -3,18 +3,20 @@ a forked helper process taking a share of the items when there are enough of the
 
 The engine's initial scan reads, parses and tokenizes every file, then indexes the results
 in order (one writer). Here the caller's process keeps its place as that writer and works
-through chunks of items itself, while the helper works on chunks handed to it ahead of time
-and sends back their results (pickled) through a pipe; results are yielded in the order of
-the items, so what the caller builds is exactly what a serial ``map`` gives.
+through chunks of items itself, while the helper works on chunks handed to it a little
+ahead of the caller and sends their results back (pickled) through a pipe. Results are
+yielded in the order of the items, so what the caller builds is exactly what a serial
+``map`` gives. The caller never waits on the helper for more than about one chunk's time:
+a chunk the helper is late with is taken back and run here.
 
 The helper is a ``fork`` of the caller, so ``work`` may be any callable (a bound method of
 an engine with its configuration and tokenizer) and nothing is imported again. ``fork`` is
 used only where it is safe and cheap: Linux, a process with no other Python thread (a thread
 holding a lock at the moment of the fork would leave the child deadlocked; the daemon, with
 its server and watcher threads, always scans in one process), at least two CPUs, and enough
-items to pay for the start (a few milliseconds) and the pickling.
-Anything else, or a helper that cannot start, dies or fails on an item, falls back to doing
-that work here: the result never depends on the helper.
+items to pay for the start (a few milliseconds) and the pickling. Anything else, or a helper
+that cannot start, dies or fails on an item, falls back to doing that work here: the result
+never depends on the helper (ADR-0018).
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ import logging
 import multiprocessing
 import os
 import pickle
+import select
 import signal
+import struct
 import sys
 import threading
+import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from operator import attrgetter
 from typing import Generic, TypeVar
@@ -45,10 +49,14 @@ R = TypeVar("R")
 # Below this many items a helper does not pay for its start and the pickling (ADR-0018).
 PARALLEL_MIN_ITEMS = 400
 CHUNK_ITEMS = 32  # items per message: small enough to balance the two processes at the end
-# The helper runs at a lower priority: it takes the CPU time nobody else wants, and on a busy
-# machine it does not slow the caller, which holds the only path that cannot be shared.
+# The helper is handed chunks at least LEAD chunks past the one the caller needs next, so it
+# has them done before the caller gets there, and at most AHEAD at a time (enough to keep it
+# busy through a swap of the caller's, when nothing is handed out).
+LEAD = 8
+AHEAD = 8
+# The helper runs at a lower priority: on a busy machine it takes the CPU time left over and
+# does not slow the caller, which holds the one path (indexing, in order) that cannot be shared.
 HELPER_NICE = 10
-AHEAD = 12  # chunks handed to the helper ahead: enough to cover a swap in the caller
 
 
 def helper_possible() -> bool:
@@ -112,7 +120,13 @@ def _dumps(obj: object) -> bytes:
 
 class _Shared(Generic[T, R]):
     """One caller and one forked helper sharing chunks of ``items``; the caller hands out
-    the chunks (a counter only it keeps) and yields every result in order."""
+    the chunks (a counter only it keeps) and yields every result in order.
+
+    Two pipes: the caller writes commands (8-byte chunk numbers: ``n`` to run chunk ``n``,
+    ``-n - 1`` to skip it, ``-2**63`` to stop), the helper writes results (an 8-byte length,
+    then the pickled ``(n, results)``). The caller reads results without blocking, a piece
+    at a time, so a helper that gets little CPU time never makes it wait.
+    """
 
     def __init__(self, items: Sequence[T], work: Callable[[T], R]) -> None:
         self.items = items
@@ -120,33 +134,46 @@ class _Shared(Generic[T, R]):
         self.chunks = [
             (a, min(a + CHUNK_ITEMS, len(items))) for a in range(0, len(items), CHUNK_ITEMS)
         ]
-        self.next_chunk = 0  # chunks are taken in order: all before this one are taken
+        self.taken = bytearray(len(self.chunks))  # run here, handed to the helper, or done
+        self.near = 0  # no chunk before this one is free
+        self.want = 0  # the chunk to yield next
         self.done: dict[int, list[R]] = {}
-        self.sent: list[int] = []  # chunks handed to the helper, oldest first
-        self.conn: Connection | None = None
+        self.sent: list[int] = []  # chunks handed to the helper, ascending
         self.proc: BaseProcess | None = None
+        self.commands = -1  # the write end of the command pipe (-1: no helper)
+        self.replies = -1  # the read end of the result pipe, non-blocking
+        self.inbox = bytearray()
+        self.chunk_s = 0.0  # how long a chunk takes here (the last one run)
 
     def results(self) -> Iterator[R]:
         self._start()
-        finished = False
         try:
             for n in range(len(self.chunks)):
+                self.want = n
                 while n not in self.done:
                     self._advance(n)
                 yield from self.done.pop(n)
-            finished = True
         finally:
-            self._stop(wait=finished)
+            self._stop()
 
     def _run(self, n: int) -> list[R]:
+        self.taken[n] = 1
         a, b = self.chunks[n]
-        return [self.work(item) for item in self.items[a:b]]
+        started = time.perf_counter()
+        results = [self.work(item) for item in self.items[a:b]]
+        self.chunk_s = time.perf_counter() - started
+        return results
+
+    # ------------------------------------------------------------------ the caller
 
     def _start(self) -> None:
-        ctx = multiprocessing.get_context("fork")
-        mine, theirs = ctx.Pipe(duplex=True)
-        proc = ctx.Process(
-            target=self._serve, args=(theirs, mine), name="wikimem-scan", daemon=True
+        commands_r, commands_w = os.pipe()
+        replies_r, replies_w = os.pipe()
+        proc = multiprocessing.get_context("fork").Process(
+            target=self._serve,
+            args=(commands_r, replies_w, (commands_w, replies_r)),
+            name="wikimem-scan",
+            daemon=True,
         )
         try:
             with warnings.catch_warnings():
@@ -157,116 +184,162 @@ class _Shared(Generic[T, R]):
                 proc.start()
         except OSError as exc:
             log.info("scan helper not started (%s); scanning in one process", exc)
-            mine.close()
-            theirs.close()
+            for fd in (commands_r, commands_w, replies_r, replies_w):
+                os.close(fd)
             return
-        theirs.close()
-        self.conn, self.proc = mine, proc
+        os.close(commands_r)
+        os.close(replies_w)
+        os.set_blocking(replies_r, False)
+        self.proc, self.commands, self.replies = proc, commands_w, replies_r
         self._hand_out()
 
-    def _serve(self, conn: Connection, callers_end: Connection) -> None:
-        """The helper: run the chunks handed over, in order, and send their results back
-        until told to stop or the caller is gone. Before each chunk it reads every message
-        waiting, so a chunk the caller took back is skipped. A chunk that fails is reported,
-        not sent: the caller runs it again itself (and meets the error a serial scan would)."""
-        callers_end.close()  # else the caller's death would not end ``recv`` here
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
-        with contextlib.suppress(OSError):
-            os.nice(HELPER_NICE)
-        todo: deque[int] = deque()
-        try:
-            while True:
-                while not todo or conn.poll():
-                    message = conn.recv()
-                    if message is None:
-                        return
-                    if message >= 0:
-                        todo.append(message)
-                    elif -message - 1 in todo:
-                        todo.remove(-message - 1)  # taken back
-                n = todo.popleft()
-                try:
-                    payload = _dumps((n, self._run(n)))
-                except Exception:
-                    payload = _dumps((n, None))
-                conn.send_bytes(payload)
-        except (EOFError, OSError):
-            pass  # the caller is gone
+    def _free(self, start: int) -> int | None:
+        """The first chunk from ``start`` on that nobody has taken."""
+        n = self.taken.find(0, start)
+        return None if n < 0 else n
 
     def _hand_out(self) -> None:
-        """Keep ``AHEAD`` chunks handed to the helper."""
-        while self.conn is not None and len(self.sent) < AHEAD and not self._all_taken():
-            if not self._tell(self.next_chunk):
+        """Keep ``AHEAD`` chunks handed to the helper, each ``LEAD`` or more past ``want``
+        (near the end of the items, the free chunks past ``want``)."""
+        while self.proc is not None and len(self.sent) < AHEAD:
+            start = self.want + LEAD
+            n = self._free(start if start < len(self.chunks) else self.want + 1)
+            if n is None or not self._tell(n):
                 return
-            self.sent.append(self.next_chunk)
-            self.next_chunk += 1
+            self.taken[n] = 1
+            self.sent.append(n)
 
-    def _tell(self, message: int) -> bool:
-        """Send the helper a chunk to run (``n``) or to skip (``-n - 1``); False if it is gone."""
-        if self.conn is None:
+    def _tell(self, command: int) -> bool:
+        """Send the helper a command; False (and the helper given up) when it is gone."""
+        if self.proc is None:
             return False
         try:
-            self.conn.send(message)
+            os.write(self.commands, _COMMAND.pack(command))
         except OSError:
             self._lost()
             return False
         return True
 
     def _advance(self, want: int) -> None:
-        """Make progress towards chunk ``want`` (the next to yield) without ever waiting:
-        take a result the helper has sent; else run the next free chunk here, unless
-        ``AHEAD`` chunks already wait for ``want``; else take a chunk back from the helper
-        and run it here: the newest (not started yet, most likely) at the end of the scan,
-        ``want`` itself when too much waits for it. So the caller is never slower than alone
-        by more than about one chunk, however little CPU time the helper gets, and holds at
-        most ``AHEAD`` chunks of results it cannot use yet."""
-        if self.conn is not None and self.conn.poll():
-            self._receive()
-        elif not self._all_taken() and len(self.done) < AHEAD:
-            n = self.next_chunk
-            self.next_chunk += 1
+        """Make progress towards chunk ``want``, the next to yield: take a result the helper
+        has sent; else run the first free chunk here (``want`` itself, unless the helper has
+        it), holding at most ``LEAD + AHEAD`` chunks ahead of ``want``; else wait a little
+        for the helper to send ``want``, then take it back and run it here. So the caller
+        never waits longer than about a chunk's time for the helper, however little CPU
+        time the helper gets, and holds a bounded number of results it cannot use yet."""
+        if self._receive(0.0):
+            pass
+        elif (n := self._free(want)) is not None and n < want + LEAD + AHEAD:
             self.done[n] = self._run(n)
-        elif self.sent:
-            n = self.sent.pop(0 if len(self.done) >= AHEAD else -1)
-            self._tell(-n - 1)
-            self.done[n] = self._run(n)
-        else:  # the helper is gone: ``want`` is the next free chunk
-            n = self.next_chunk
-            self.next_chunk += 1
-            self.done[n] = self._run(n)
+        elif want in self.sent:
+            if not self._receive(max(2 * self.chunk_s, 0.005)) and want in self.sent:
+                self.sent.remove(want)
+                self._tell(-want - 1)  # taken back
+                self.done[want] = self._run(want)
+        else:  # the helper is gone and ``want`` is free
+            self.done[want] = self._run(want)
         self._hand_out()
 
-    def _receive(self) -> None:
-        """One result from the helper (waiting for it); one for a chunk taken back is dropped."""
-        assert self.conn is not None
-        try:
-            n, results = pickle.loads(self.conn.recv_bytes())
-        except (EOFError, OSError):
-            self._lost()
-            return
-        if n in self.sent:
-            self.sent.remove(n)
-            self.done[n] = self._run(n) if results is None else results
+    def _receive(self, wait_s: float) -> bool:
+        """Take one result the helper has sent in full, waiting up to ``wait_s`` for it; a
+        result for a chunk taken back is dropped, one that failed there is run here."""
+        if self.proc is None:
+            return False
+        deadline = time.monotonic() + wait_s
+        while True:
+            gone = self._read()
+            if len(self.inbox) >= _LENGTH.size:
+                (size,) = _LENGTH.unpack_from(self.inbox)
+                end = _LENGTH.size + size
+                if len(self.inbox) >= end:
+                    n, results = pickle.loads(self.inbox[_LENGTH.size : end])
+                    del self.inbox[:end]
+                    if n in self.sent:
+                        self.sent.remove(n)
+                        self.done[n] = self._run(n) if results is None else results
+                    return True
+            if gone:
+                self._lost()
+                return False
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.replies], [], [], left)[0]:
+                return False
 
-    def _all_taken(self) -> bool:
-        return self.next_chunk >= len(self.chunks)
+    def _read(self) -> bool:
+        """Read what the helper has written so far; True at its end (it exited)."""
+        try:
+            while chunk := os.read(self.replies, 1 << 20):
+                self.inbox += chunk
+        except BlockingIOError:
+            return False
+        except OSError:
+            pass
+        return True
 
     def _lost(self) -> None:
         """The helper is gone: the chunks it held are run here."""
-        self._stop(wait=False)
+        self._stop()
         for n in self.sent:
             self.done[n] = self._run(n)
         self.sent.clear()
 
-    def _stop(self, *, wait: bool) -> None:
-        """Tell the helper to stop and reap it (killed at once unless ``wait``)."""
-        conn, proc, self.conn, self.proc = self.conn, self.proc, None, None
-        if conn is not None:
-            with contextlib.suppress(OSError):
-                conn.send(None)
-            conn.close()
-        if proc is not None:
-            proc.join(timeout=5 if wait else 0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
+    def _stop(self) -> None:
+        """Stop the helper: its work is done or no longer wanted, so it is not waited for."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            os.write(self.commands, _COMMAND.pack(_STOP))
+        for fd in (self.commands, self.replies):
+            os.close(fd)
+        self.commands = self.replies = -1
+        proc.join(timeout=0.05)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+    # ------------------------------------------------------------------ the helper
+
+    def _serve(self, commands: int, replies: int, callers: tuple[int, int]) -> None:
+        """The helper: run the chunks handed over, in order, and send their results back
+        until told to stop or the caller is gone. Before each chunk it reads every command
+        waiting, so a chunk the caller took back is skipped. A chunk that fails is reported,
+        not sent: the caller runs it again itself (and meets the error a serial scan would)."""
+        for fd in callers:
+            os.close(fd)  # else the caller's death would not end a read here
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+        with contextlib.suppress(OSError):
+            os.nice(HELPER_NICE)
+        todo: deque[int] = deque()
+        try:
+            while True:
+                while not todo or select.select([commands], [], [], 0)[0]:
+                    data = os.read(commands, 4096)  # whole commands: each write is atomic
+                    if not data:
+                        return
+                    for (command,) in _COMMAND.iter_unpack(data):
+                        if command == _STOP:
+                            return
+                        if command >= 0:
+                            todo.append(command)
+                        elif -command - 1 in todo:
+                            todo.remove(-command - 1)  # taken back
+                n = todo.popleft()
+                try:
+                    payload = _dumps((n, self._run(n)))
+                except Exception:
+                    payload = _dumps((n, None))
+                _write_all(replies, _LENGTH.pack(len(payload)) + payload)
+        except OSError:
+            pass  # the caller is gone
+
+
+_COMMAND = struct.Struct("<q")
+_LENGTH = struct.Struct("<Q")
+_STOP = -(2**63)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
