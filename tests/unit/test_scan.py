@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +17,8 @@ from wikimem_watch.core import scan
 from wikimem_watch.core.engine import Engine
 
 needs_helper = pytest.mark.skipif(
-    not scan.helper_possible(), reason="a forked helper needs Linux, 2 CPUs and one thread"
+    not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+    reason="a forked helper needs Linux and two CPUs",
 )
 
 
@@ -35,10 +37,15 @@ class Helpers:
 
 @pytest.fixture
 def helpers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Helpers]:
-    """Chunks of 3 items and a helper for any number of items, watched."""
+    """Chunks of 3 items and a helper for any number of items, whatever the machine's load,
+    waited for as long as it takes (so it always does its share), watched."""
     monkeypatch.setattr(scan, "CHUNK_ITEMS", 3)
     monkeypatch.setattr(scan, "AHEAD", 4)
+    monkeypatch.setattr(scan, "LEAD", 4)
     monkeypatch.setattr(scan, "PARALLEL_MIN_ITEMS", 0)
+    monkeypatch.setattr(scan, "HELPER_NICE", 0)
+    monkeypatch.setattr(scan, "WAIT_CHUNKS", 10_000.0)
+    monkeypatch.setattr(scan, "_cpu_free", lambda: True)
     seen = Helpers()
     start, run = scan._Shared._start, scan._Shared._run
 
@@ -94,6 +101,22 @@ def test_a_helper_that_dies_leaves_its_chunks_to_the_caller(helpers: Helpers) ->
 
 
 @needs_helper
+def test_a_helper_too_slow_to_help_is_given_up(
+    helpers: Helpers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scan, "WAIT_CHUNKS", 1.0)
+    me = os.getpid()
+
+    def slow_there(x: int) -> int:
+        time.sleep(0.001 if os.getpid() == me else 0.5)  # the helper gets no CPU time
+        return x * 3
+
+    assert list(scan.map_in_order(range(120), slow_there)) == [x * 3 for x in range(120)]
+    assert helpers.started == 1
+    assert helpers.run_here == helpers.chunks  # everything was done here in the end
+
+
+@needs_helper
 def test_an_error_reaches_the_caller_as_in_one_process(helpers: Helpers) -> None:
     def broken(x: int) -> int:
         if x == 150:
@@ -110,7 +133,7 @@ def test_no_helper_below_the_threshold_or_with_another_thread() -> None:
     thread = threading.Thread(target=stop.wait)
     thread.start()
     try:
-        assert not scan.helper_possible()
+        assert not scan.helper_possible()  # whatever the load
         assert isinstance(scan.map_in_order(range(10_000), square_and_pid, min_items=0), map)
     finally:
         stop.set()

@@ -56,17 +56,27 @@ LEAD = 8
 AHEAD = 8
 # The helper runs at a lower priority: on a busy machine it takes the CPU time left over and
 # does not slow the caller, which holds the one path (indexing, in order) that cannot be shared.
+# A chunk the helper is late with is waited for WAIT_CHUNKS times as long as one takes here,
+# then taken back; a helper late LATE_LIMIT times is given up.
 HELPER_NICE = 10
+WAIT_CHUNKS = 1.0
+LATE_LIMIT = 2
 
 
 def helper_possible() -> bool:
-    """True when a forked helper is safe and could run beside this process."""
-    if not sys.platform.startswith("linux") or threading.active_count() != 1:
-        return False
+    """True when a forked helper is safe (Linux, no other Python thread) and a CPU is free
+    for it."""
+    return sys.platform.startswith("linux") and threading.active_count() == 1 and _cpu_free()
+
+
+def _cpu_free() -> bool:
+    """At least two CPUs, and the load average (this process included) leaves half of one
+    idle: on a machine already busy, a helper would only take time from the caller."""
     try:
-        return len(os.sched_getaffinity(0)) >= 2
+        cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return (os.cpu_count() or 1) >= 2
+        cpus = os.cpu_count() or 1
+    return cpus >= 2 and os.getloadavg()[0] < cpus - 0.5
 
 
 def map_in_order(
@@ -144,6 +154,7 @@ class _Shared(Generic[T, R]):
         self.replies = -1  # the read end of the result pipe, non-blocking
         self.inbox = bytearray()
         self.chunk_s = 0.0  # how long a chunk takes here (the last one run)
+        self.late = 0  # chunks taken back from the helper after waiting for them
 
     def results(self) -> Iterator[R]:
         self._start()
@@ -223,18 +234,23 @@ class _Shared(Generic[T, R]):
     def _advance(self, want: int) -> None:
         """Make progress towards chunk ``want``, the next to yield: take a result the helper
         has sent; else run the first free chunk here (``want`` itself, unless the helper has
-        it), holding at most ``LEAD + AHEAD`` chunks ahead of ``want``; else wait a little
-        for the helper to send ``want``, then take it back and run it here. So the caller
-        never waits longer than about a chunk's time for the helper, however little CPU
-        time the helper gets, and holds a bounded number of results it cannot use yet."""
+        it), holding at most ``LEAD + AHEAD`` chunks ahead of ``want``; else wait up to a
+        chunk's time for the helper to send ``want``, then take it back and run it here (and
+        after ``LATE_LIMIT`` such chunks, do without the helper). So the caller waits for the
+        helper a few chunks' time at most, however little CPU time the helper gets, and holds
+        a bounded number of results it cannot use yet."""
         if self._receive(0.0):
             pass
         elif (n := self._free(want)) is not None and n < want + LEAD + AHEAD:
             self.done[n] = self._run(n)
         elif want in self.sent:
-            if not self._receive(max(2 * self.chunk_s, 0.005)) and want in self.sent:
+            if not self._receive(max(WAIT_CHUNKS * self.chunk_s, 0.002)) and want in self.sent:
                 self.sent.remove(want)
                 self._tell(-want - 1)  # taken back
+                self.late += 1
+                if self.late >= LATE_LIMIT:  # it gets too little CPU time to be of use
+                    log.debug("scan helper too slow; the rest is scanned in one process")
+                    self._lost()
                 self.done[want] = self._run(want)
         else:  # the helper is gone and ``want`` is free
             self.done[want] = self._run(want)
