@@ -282,27 +282,38 @@ def measure_ours(vault: Path, repeats: int, queries_n: int, seed: int) -> tuple[
     engine, result["build"] = measure_build(vault, repeats)
     result["rss_after_build_mb"] = _rss_mb()
     entries = [engine.slot_entry(s) for s in range(engine.index.capacity) if engine.index.key(s)]
-    queries = sample_queries(entries, queries_n, seed, lambda e: tokenize(_doc_text(e)))
+    text_of = dict(zip((e.id for e in entries), _doc_texts(engine, entries), strict=True))
+    queries = sample_queries(entries, queries_n, seed, lambda e: tokenize(text_of[e.id]))
     result["queries"] = measure_queries(engine, queries)
     result["apply"] = measure_apply(engine, vault)
     result["peak_rss_mb"] = _peak_rss_mb()
     # The helper is a fork: its peak counts the pages it shares with this process too.
     result["helper_peak_rss_mb"] = _peak_rss_mb(resource.RUSAGE_CHILDREN)
-    texts = [_doc_text(e) for e in entries]
+    texts = [text_of[e.id] for e in entries]
     started = time.perf_counter()
     docs = [tokenize(t) for t in texts]
     result["tokenize_corpus_s"] = round(time.perf_counter() - started, 4)
+    if sum(map(len, docs)) != engine.index._total_len:  # the references must see our texts
+        raise RuntimeError("the texts given to the references are not the ones indexed")
     result["index_only_s"] = round(_index_only(docs), 4)
     refs = {"ids": [e.id for e in entries], "docs": docs, "queries": queries, "texts": texts}
     return result, (engine, refs)
 
 
-def _doc_text(entry: Any) -> str:
-    """The text the engine indexes for an entry (its own helper, so both sides see the same)."""
-    from wikimem_watch.config import Config
-    from wikimem_watch.core.engine import indexed_text
+def _doc_texts(engine: Any, entries: Sequence[Any]) -> list[str]:
+    """The text the engine indexes for each entry, from its own helpers (the heading field
+    and the question the entry before it ended with, ADR-0009), so both sides see the same."""
+    from wikimem_watch.core.facts import asked_before, indexed_text
 
-    return indexed_text(entry, Config(vault=Path(".")).heading_weight)
+    config = engine.config
+    by_path: dict[str, list[Any]] = {}
+    for entry in entries:
+        by_path.setdefault(entry.path, []).append(entry)
+    asked: dict[str, str] = {}
+    for same_file in by_path.values():
+        questions = asked_before(same_file) if config.question_context else [""] * len(same_file)
+        asked.update(zip((e.id for e in same_file), questions, strict=True))
+    return [indexed_text(e, config.heading_weight, asked[e.id]) for e in entries]
 
 
 def _index_only(docs: Sequence[list[str]]) -> float:
