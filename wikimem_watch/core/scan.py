@@ -129,13 +129,13 @@ def _dumps(obj: object) -> bytes:
 
 
 class _Shared(Generic[T, R]):
-    """One caller and one forked helper sharing chunks of ``items``; the caller hands out
-    the chunks (a counter only it keeps) and yields every result in order.
+    """One caller and one forked helper sharing chunks of ``items``; the caller alone knows
+    which chunk is whose, hands the helper its chunks, and yields every result in order.
 
     Two pipes: the caller writes commands (8-byte chunk numbers: ``n`` to run chunk ``n``,
     ``-n - 1`` to skip it, ``-2**63`` to stop), the helper writes results (an 8-byte length,
     then the pickled ``(n, results)``). The caller reads results without blocking, a piece
-    at a time, so a helper that gets little CPU time never makes it wait.
+    at a time, so a helper that gets little CPU time cannot hold it up mid-message.
     """
 
     def __init__(self, items: Sequence[T], work: Callable[[T], R]) -> None:
