@@ -11,7 +11,7 @@ Each size is measured in a fresh child process, so peak RSS is per size; inside 
 engine runs first, so ``peak RSS`` is ours alone, and the references run after it.
 
 The cold build (read, parse, tokenize and index every file: ``Engine.scan``) is measured both
-ways, alternately: with the scan helper process where it is possible (the default, ADR-0018)
+ways, alternately: with the scan helper process where it is possible (the default, ADR-0019)
 and in one process. Its peer is bm25s from the same texts (the text we index per entry) with
 bm25s's own tokenizer and index; the two are run alternately once more for the ratio, so both
 meet the same load. To profile one size, run the child directly, e.g.::

@@ -214,7 +214,7 @@ class Engine(EngineReads):
 
     def _prepare_all(self, rels: list[str]) -> Iterator[_Prepared | None]:
         """Each file prepared, in order. A cold scan (nothing indexed, so preparing a file
-        changes nothing here) shares the files with a forked helper when it pays (ADR-0018)."""
+        changes nothing here) shares the files with a forked helper when it pays (ADR-0019)."""
         prepare = partial(self._prepare, real_root=os.path.realpath(self.root))
         if self.files or self.skipped:
             return map(prepare, rels)

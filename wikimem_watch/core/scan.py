@@ -16,7 +16,7 @@ holding a lock at the moment of the fork would leave the child deadlocked; the d
 its server and watcher threads, always scans in one process), at least two CPUs, and enough
 items to pay for the start (a few milliseconds) and the pickling. Anything else, or a helper
 that cannot start, dies or fails on an item, falls back to doing that work here: the result
-never depends on the helper (ADR-0018).
+never depends on the helper (ADR-0019).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 
-# Below this many items a helper does not pay for its start and the pickling (ADR-0018).
+# Below this many items a helper does not pay for its start and the pickling (ADR-0019).
 PARALLEL_MIN_ITEMS = 400
 CHUNK_ITEMS = 32  # items per message: small enough to balance the two processes at the end
 # The helper is handed chunks at least LEAD chunks past the one the caller needs next, so it
