@@ -6,8 +6,8 @@ in order (one writer). Here the caller's process keeps its place as that writer 
 through chunks of items itself, while the helper works on chunks handed to it a little
 ahead of the caller and sends their results back (pickled) through a pipe. Results are
 yielded in the order of the items, so what the caller builds is exactly what a serial
-``map`` gives. The caller never waits on the helper for more than about one chunk's time:
-a chunk the helper is late with is taken back and run here.
+``map`` gives. The caller waits on the helper a few chunks' time at most: a chunk the
+helper is late with is taken back and run here, and a helper late twice is given up.
 
 The helper is a ``fork`` of the caller, so ``work`` may be any callable (a bound method of
 an engine with its configuration and tokenizer) and nothing is imported again. ``fork`` is
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import io
 import logging
 import multiprocessing
@@ -56,10 +57,11 @@ LEAD = 8
 AHEAD = 8
 # The helper runs at a lower priority: on a busy machine it takes the CPU time left over and
 # does not slow the caller, which holds the one path (indexing, in order) that cannot be shared.
-# A chunk the helper is late with is waited for WAIT_CHUNKS times as long as one takes here,
-# then taken back; a helper late LATE_LIMIT times is given up.
+# A chunk the helper is late with is waited for WAIT_CHUNKS times as long as one takes here
+# (on average), then taken back; a helper late LATE_LIMIT times is given up.
 HELPER_NICE = 10
-WAIT_CHUNKS = 1.0
+WAIT_CHUNKS = 2.0
+PIPE_BYTES = 8 << 20  # the result pipe's room asked for (the system may cap it)
 LATE_LIMIT = 2
 
 
@@ -153,7 +155,7 @@ class _Shared(Generic[T, R]):
         self.commands = -1  # the write end of the command pipe (-1: no helper)
         self.replies = -1  # the read end of the result pipe, non-blocking
         self.inbox = bytearray()
-        self.chunk_s = 0.0  # how long a chunk takes here (the last one run)
+        self.chunk_s = 0.0  # how long a chunk takes here (a moving average)
         self.late = 0  # chunks taken back from the helper after waiting for them
 
     def results(self) -> Iterator[R]:
@@ -172,7 +174,8 @@ class _Shared(Generic[T, R]):
         a, b = self.chunks[n]
         started = time.perf_counter()
         results = [self.work(item) for item in self.items[a:b]]
-        self.chunk_s = time.perf_counter() - started
+        took = time.perf_counter() - started
+        self.chunk_s = took if not self.chunk_s else 0.8 * self.chunk_s + 0.2 * took
         return results
 
     # ------------------------------------------------------------------ the caller
@@ -201,6 +204,7 @@ class _Shared(Generic[T, R]):
         os.close(commands_r)
         os.close(replies_w)
         os.set_blocking(replies_r, False)
+        _widen(replies_r)
         self.proc, self.commands, self.replies = proc, commands_w, replies_r
         self._hand_out()
 
@@ -234,11 +238,11 @@ class _Shared(Generic[T, R]):
     def _advance(self, want: int) -> None:
         """Make progress towards chunk ``want``, the next to yield: take a result the helper
         has sent; else run the first free chunk here (``want`` itself, unless the helper has
-        it), holding at most ``LEAD + AHEAD`` chunks ahead of ``want``; else wait up to a
-        chunk's time for the helper to send ``want``, then take it back and run it here (and
-        after ``LATE_LIMIT`` such chunks, do without the helper). So the caller waits for the
-        helper a few chunks' time at most, however little CPU time the helper gets, and holds
-        a bounded number of results it cannot use yet."""
+        it), holding at most ``LEAD + AHEAD`` chunks ahead of ``want``; else wait up to
+        ``WAIT_CHUNKS`` chunks' time for the helper to send ``want``, then take it back and
+        run it here (after ``LATE_LIMIT`` such chunks, do without the helper). So the caller
+        waits for the helper a few chunks' time at most, however little CPU time the helper
+        gets, and holds a bounded number of results it cannot use yet."""
         if self._receive(0.0):
             pass
         elif (n := self._free(want)) is not None and n < want + LEAD + AHEAD:
@@ -353,6 +357,18 @@ class _Shared(Generic[T, R]):
 _COMMAND = struct.Struct("<q")
 _LENGTH = struct.Struct("<Q")
 _STOP = -(2**63)
+
+
+def _widen(fd: int) -> None:
+    """Give a pipe room for several chunks' results (Linux: up to ``pipe-max-size``, 1 MiB by
+    default): with the default 64 KiB, the helper waited on every write until the caller,
+    busy with a chunk or indexing, read the previous one, and ran at half speed."""
+    for size in (PIPE_BYTES, 1 << 20):
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+            return
+        except (AttributeError, OSError):
+            continue
 
 
 def _write_all(fd: int, data: bytes) -> None:
