@@ -8,8 +8,13 @@ Run (from the repository root)::
 Vaults come from :mod:`bench.gen_vault` and are cached under ``--workdir`` (default: a
 ``wikimem-bench`` folder in the temp dir), keyed by size, seed and the generator's source.
 Each size is measured in a fresh child process, so peak RSS is per size; inside the child our
-engine runs first, so ``peak RSS`` is ours alone, and the references run after it. To profile
-one size, run the child directly, e.g.::
+engine runs first, so ``peak RSS`` is ours alone, and the references run after it.
+
+The cold build (read, parse, tokenize and index every file: ``Engine.scan``) is measured both
+ways, alternately: with the scan helper process where it is possible (the default, ADR-0019)
+and in one process. Its peer is bm25s from the same texts (the text we index per entry) with
+bm25s's own tokenizer and index; the two are run alternately once more for the ratio, so both
+meet the same load. To profile one size, run the child directly, e.g.::
 
     /work/venv/bin/python -m cProfile -s cumtime bench/index.py --child 100000 \\
         --vault /tmp/wikimem-bench/vault-100000-s0
@@ -81,9 +86,10 @@ def _time_each(items: Sequence[Any], call: Callable[[Any], object]) -> list[floa
     return out
 
 
-def _peak_rss_mb() -> float:
-    """Peak resident set size of this process so far (ru_maxrss: KiB on Linux, bytes on macOS)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def _peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
+    """Peak resident set size of this process so far, or (``RUSAGE_CHILDREN``) of its largest
+    child, the scan helper (ru_maxrss: KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(who).ru_maxrss
     return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
 
 
@@ -153,29 +159,61 @@ def query_variants() -> dict[str, dict[str, object]]:
 # ------------------------------------------------------------------------ our engine
 
 
-def measure_build(vault: Path, repeats: int) -> tuple[Any, Result]:
-    """Cold ``Engine(load_config(vault)).scan()``; returns the last engine and the timings."""
+def _cold_build(vault: Path, *, helper: bool) -> tuple[Any, float, float, float]:
+    """One cold ``Engine(load_config(vault)).scan()``: (engine, wall s, CPU s here, CPU s of
+    the scan helper). ``helper`` False keeps the scan in this process (core/scan.py)."""
     from wikimem_watch.config import load_config
+    from wikimem_watch.core import scan
     from wikimem_watch.core.engine import Engine
     from wikimem_watch.core.snapshot import no_gc
 
-    times: list[float] = []
-    cpu: list[float] = []
-    engine: Any = None
-    for _ in range(repeats):
-        engine = None
+    threshold = scan.PARALLEL_MIN_ITEMS
+    if not helper:
+        scan.PARALLEL_MIN_ITEMS = sys.maxsize
+    try:
         gc.collect()
+        children = _children_cpu()
         started, cpu_started = time.perf_counter(), time.process_time()
         engine = Engine(load_config(vault))
         with no_gc():  # as the daemon's and a one-shot's initial scan (ADR-0015)
             engine.scan()
-        times.append(time.perf_counter() - started)
-        cpu.append(time.process_time() - cpu_started)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    finally:
+        scan.PARALLEL_MIN_ITEMS = threshold
+    return engine, wall, cpu, _children_cpu() - children
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure_build(vault: Path, repeats: int) -> tuple[Any, Result]:
+    """Cold builds, alternately with the scan helper (the default, where it is possible) and
+    in one process; returns the last engine and the timings (medians of ``repeats`` each)."""
+    from wikimem_watch.core.scan import helper_possible
+
+    runs: dict[bool, list[tuple[float, float, float]]] = {True: [], False: []}
+    engine: Any = None
+    for i in range(repeats):
+        for helper in (True, False) if i % 2 == 0 else (False, True):
+            engine = None
+            engine, wall, cpu, helper_cpu = _cold_build(vault, helper=helper)
+            runs[helper].append((wall, cpu, helper_cpu))
     counts = engine.counts()
+
+    def median(helper: bool, k: int) -> float:
+        return round(statistics.median(run[k] for run in runs[helper]), 4)
+
     return engine, {
-        "first_s": round(times[0], 4),
-        "median_s": round(statistics.median(times), 4),
-        "cpu_median_s": round(statistics.median(cpu), 4),
+        "first_s": round(runs[True][0][0], 4),
+        "median_s": median(True, 0),
+        "cpu_median_s": median(True, 1),
+        "helper_cpu_median_s": median(True, 2),
+        "one_process_median_s": median(False, 0),
+        "helper_possible": helper_possible(),
+        "helper_runs": sum(run[2] > 0 for run in runs[True]),  # the load may rule it out
+        "repeats": repeats,
         "entries": len(engine.entries),
         "diary": counts["diary"],
         "wiki": counts["wiki"],
@@ -246,15 +284,19 @@ def measure_ours(vault: Path, repeats: int, queries_n: int, seed: int) -> tuple[
     # Entries are built from the store only when drawn: the full list is made after our
     # peak RSS is read, for the references.
     sample = _Lazy(engine)
-    queries = sample_queries(sample, queries_n, seed, lambda e: tokenize(_doc_text(e)))
+    queries = sample_queries(sample, queries_n, seed, lambda e: tokenize(e.text))
     result["queries"] = measure_queries(engine, queries)
     result["apply"] = measure_apply(engine, vault)
     result["peak_rss_mb"] = _peak_rss_mb()
+    # The helper is a fork: its peak counts the pages it shares with this process too.
+    result["helper_peak_rss_mb"] = _peak_rss_mb(resource.RUSAGE_CHILDREN)
     entries = list(engine.entries.values())
-    texts = [_doc_text(e) for e in entries]
+    texts = _doc_texts(engine, entries)
     started = time.perf_counter()
     docs = [tokenize(t) for t in texts]
     result["tokenize_corpus_s"] = round(time.perf_counter() - started, 4)
+    if sum(map(len, docs)) != engine.index._total_len:  # the references must see our texts
+        raise RuntimeError("the texts given to the references are not the ones indexed")
     result["index_only_s"] = round(_index_only(docs), 4)
     refs = {"ids": [e.id for e in entries], "docs": docs, "queries": queries, "texts": texts}
     return result, (engine, refs)
@@ -274,12 +316,20 @@ class _Lazy(Sequence[Any]):
         return self.engine.slot_entry(int(self.slots[i]))
 
 
-def _doc_text(entry: Any) -> str:
-    """The text the engine indexes for an entry (its own helper, so both sides see the same)."""
-    from wikimem_watch.config import Config
-    from wikimem_watch.core.engine import indexed_text
+def _doc_texts(engine: Any, entries: Sequence[Any]) -> list[str]:
+    """The text the engine indexes for each entry, from its own helpers (the heading field
+    and the question the entry before it ended with, ADR-0009), so both sides see the same."""
+    from wikimem_watch.core.facts import asked_before, indexed_text
 
-    return indexed_text(entry, Config(vault=Path(".")).heading_weight)
+    config = engine.config
+    by_path: dict[str, list[Any]] = {}
+    for entry in entries:
+        by_path.setdefault(entry.path, []).append(entry)
+    asked: dict[str, str] = {}
+    for same_file in by_path.values():
+        questions = asked_before(same_file) if config.question_context else [""] * len(same_file)
+        asked.update(zip((e.id for e in same_file), questions, strict=True))
+    return [indexed_text(e, config.heading_weight, asked[e.id]) for e in entries]
 
 
 def _index_only(docs: Sequence[list[str]]) -> float:
@@ -315,9 +365,31 @@ def measure_bm25s(engine: Any, refs: dict[str, Any]) -> Result:
         return docs[0], scores[0]
 
     result: Result = {"index_s": round(index_s, 4), **_percentiles(_time_each(qtokens, retrieve))}
-    result["tokenize_index_s"] = round(_bm25s_tokenize_index(refs["texts"], cfg.k1, cfg.b), 4)
     result.update(_agreement(engine, queries, [retrieve(t) for t in qtokens], ids))
     return result
+
+
+def measure_side_by_side(vault: Path, texts: Sequence[str], repeats: int) -> Result:
+    """Our cold build and bm25s's tokenize + index of the same texts, alternated, so both
+    meet the same load on a shared machine; medians of ``repeats`` each."""
+    from wikimem_watch.config import load_config
+
+    cfg = load_config(vault)
+    ours: list[float] = []
+    theirs: list[float] = []
+    load = os.getloadavg()[0]
+    for i in range(repeats):
+        for side in ("ours", "bm25s") if i % 2 == 0 else ("bm25s", "ours"):
+            if side == "ours":
+                ours.append(_cold_build(vault, helper=True)[1])
+            else:
+                theirs.append(_bm25s_tokenize_index(texts, cfg.k1, cfg.b))
+    return {
+        "ours_s": round(statistics.median(ours), 4),
+        "bm25s_tokenize_index_s": round(statistics.median(theirs), 4),
+        "ratio": round(statistics.median(ours) / statistics.median(theirs), 3),
+        "loadavg": [round(load, 2), round(os.getloadavg()[0], 2)],
+    }
 
 
 def _bm25s_tokenize_index(texts: Sequence[str], k1: float, b: float) -> float:
@@ -384,10 +456,15 @@ def run_child(vault: Path, size: int, args: argparse.Namespace) -> Result:
     # Import before the RSS baseline so that the baseline includes the package and numpy.
     for module in ("wikimem_watch.core.engine", "wikimem_watch.retrieval.query", "numpy"):
         importlib.import_module(module)
+    if args.force_helper:
+        from wikimem_watch.core import scan
+
+        scan._cpu_free = lambda: True  # type: ignore[assignment]  # the load may say no
 
     result, (engine, refs) = measure_ours(vault, args.repeats, args.queries, args.seed)
     out: Result = {"size": size, "ours": result}
     out["bm25s"] = measure_bm25s(engine, refs)
+    out["side_by_side"] = measure_side_by_side(vault, refs["texts"], args.repeats)
     if size <= args.rank_bm25_max:
         out["rank_bm25"] = measure_rank_bm25(engine, refs)
     out["peak_rss_all_mb"] = _peak_rss_mb()
@@ -430,6 +507,7 @@ def spawn_child(vault: Path, size: int, args: argparse.Namespace) -> Result:
         str(args.seed),
         "--rank-bm25-max",
         str(args.rank_bm25_max),
+        *(["--force-helper"] if args.force_helper else []),
     ]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
     result: Result = json.loads(done.stdout)
@@ -451,38 +529,53 @@ def render(results: Sequence[Result]) -> str:
 
 def _build_table(results: Sequence[Result]) -> list[str]:
     lines = [
-        "### Cold build (seconds; index-only rows are pre-tokenized, like bm25s)",
+        "### Cold build against bm25s tokenize + index of the same texts (seconds, medians, "
+        "alternated in one process)",
         "",
-        "| entries | files | terms | first | median | CPU median | tokenize corpus "
-        "| ours index only | bm25s index | ours/bm25s | rank_bm25 index "
-        "| bm25s tokenize+index | build/bm25s tok+index |",
-        "|" + "---:|" * 13,
+        "| entries | files | terms | ours | bm25s tokenize+index | ours/bm25s | loadavg |",
+        "|" + "---:|" * 7,
+    ]
+    for r in results:
+        build, side = r["ours"]["build"], r["side_by_side"]
+        lines.append(
+            f"| {r['size']:,} | {build['files']:,} | {build['terms']:,} | {side['ours_s']:.3f} "
+            f"| {side['bm25s_tokenize_index_s']:.3f} | **{side['ratio']:.2f}** "
+            f"| {side['loadavg'][0]}–{side['loadavg'][1]} |"
+        )
+    lines += [
+        "",
+        "### Cold build, both ways, and the index alone (seconds; index-only rows are "
+        "pre-tokenized, like bm25s)",
+        "",
+        "| entries | first | median | CPU here | CPU helper | helper used | one process "
+        "| tokenize corpus | ours index only | bm25s index | ours/bm25s | rank_bm25 index |",
+        "|" + "---:|" * 12,
     ]
     for r in results:
         o, b, k = r["ours"], r["bm25s"], r.get("rank_bm25")
         build = o["build"]
         lines.append(
-            f"| {r['size']:,} | {build['files']:,} | {build['terms']:,} | {build['first_s']:.3f} "
-            f"| {build['median_s']:.3f} | {build['cpu_median_s']:.3f} "
+            f"| {r['size']:,} | {build['first_s']:.3f} | {build['median_s']:.3f} "
+            f"| {build['cpu_median_s']:.3f} | {build['helper_cpu_median_s']:.3f} "
+            f"| {build['helper_runs']}/{build['repeats']} "
+            f"| {build['one_process_median_s']:.3f} "
             f"| {o['tokenize_corpus_s']:.3f} | {o['index_only_s']:.3f} | {b['index_s']:.3f} "
-            f"| {_ratio(o['index_only_s'], b['index_s'])} "
-            f"| {_fmt(k, 'index_s')} | {b['tokenize_index_s']:.3f} "
-            f"| {_ratio(build['median_s'], b['tokenize_index_s'])} |"
+            f"| {_ratio(o['index_only_s'], b['index_s'])} | {_fmt(k, 'index_s')} |"
         )
     lines += [
         "",
         "### Apply one edited diary file (ms) and memory (MB)",
         "",
         "| entries | entries in file | apply p50 | apply p95 | RSS baseline | RSS after build "
-        "| peak RSS ours | peak RSS incl. refs |",
-        "|" + "---:|" * 8,
+        "| peak RSS ours | peak RSS scan helper | peak RSS incl. refs |",
+        "|" + "---:|" * 9,
     ]
     for r in results:
         o = r["ours"]
         lines.append(
             f"| {r['size']:,} | {o['apply']['entries_in_file']} | {o['apply']['p50_ms']:.2f} "
             f"| {o['apply']['p95_ms']:.2f} | {o['rss_baseline_mb']} | {o['rss_after_build_mb']} "
-            f"| {o['peak_rss_mb']} | {r['peak_rss_all_mb']} |"
+            f"| {o['peak_rss_mb']} | {o['helper_peak_rss_mb']} | {r['peak_rss_all_mb']} |"
         )
     return lines
 
@@ -539,6 +632,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     parser.add_argument("--rank-bm25-max", type=int, default=10_000, help="skip rank_bm25 above")
     parser.add_argument("--in-process", action="store_true", help="no child process per size")
+    parser.add_argument(
+        "--force-helper",
+        action="store_true",
+        help="start the scan helper even when the load average says no CPU is free",
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--vault", type=Path, help=argparse.SUPPRESS)
     return parser

@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from wikimem_watch.core.parse import _MD, _atx_heading, parse_meta, parse_note, strip_meta
+from wikimem_watch.core.headings import _MD, _atx_heading
+from wikimem_watch.core.parse import parse_meta, parse_note, strip_meta
 
 RISKY = "> quote\n\n"  # sends a note through markdown-it instead of the fast line scan
 
@@ -108,6 +109,10 @@ ATX_PIECES = ["#", "##", " ", "\t", "a", "\\", "#a", " #", "x y"]
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(ATX_PIECES), max_size=12).map("".join))
+@example("##  a")
+@example("## a \t")
+@example("## a #")
+@example("##\ta")
 def test_atx_heading_rule_equals_markdown_it(line: str) -> None:
     tokens = _MD.parse(line)
     expected = next(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wikimem_watch.core.parse import _MD, headings, parse_note
+import wikimem_watch.core.headings as headings_module
+from wikimem_watch.core.headings import _MD, headings
+from wikimem_watch.core.parse import _sections, parse_note
 
 # Lines a diary or note commonly holds (most take the fast line scan).
 COMMON = [
@@ -48,3 +52,51 @@ def test_parse_never_raises_and_ids_are_unique(path: str, text: str) -> None:
     ids = [e.id for e in parsed.entries]
     assert len(ids) == len(set(ids))
     assert all(e.line >= 1 for e in parsed.entries)
+
+
+NOTE_LINES = [
+    *COMMON,
+    "<!-- wikimem: owner=a | ts=2026-01-01T08:00:00 -->", "[[Note#Head|alias]]", "#tag and `#code`",
+    "", "", "prose line", "---", "title: T", "tags: [a, b, a]", "## 08:15", "## 08:15",
+]  # fmt: skip
+NOTES = st.lists(st.sampled_from(NOTE_LINES), max_size=30).map("\n".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(["diary/2026-01-01.md", "wiki/x.md", "diary/bad.md", "n.md"]),
+    st.one_of(NOTES, SAFE),
+)
+def test_notes_parse_the_same_through_the_fast_scan_and_markdown_it(path: str, text: str) -> None:
+    fast = parse_note(path, text)
+    with mock.patch.object(headings_module, "_risky", lambda body: True):
+        slow = parse_note(path, text)
+    assert fast == slow
+
+
+def sections_by_lines(body: str) -> tuple[str | None, list[tuple[str, int, str]]]:
+    """The reference for ``_sections``: split into lines, join each section's lines back."""
+    lines = body.split("\n")
+    title, title_line, starts = None, None, []
+    for line, level, text in headings(body):
+        if level == 2:
+            starts.append((line, text))
+        elif level == 1 and not starts and title is None:
+            title, title_line = text, line
+    out = []
+    first = starts[0][0] if starts else len(lines)
+    pre = [ln for j, ln in enumerate(lines[:first]) if j != title_line]
+    if "\n".join(pre).strip():
+        at = next(j for j, ln in enumerate(lines[:first]) if ln.strip() and j != title_line)
+        out.append(("", at + 1, "\n".join(pre).strip("\n")))
+    for n, (start, heading) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        out.append((heading, start + 1, "\n".join(lines[start + 1 : end])))
+    return title, out
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(NOTES, DOCS, st.text(alphabet="#\n a`>-", max_size=60)))
+def test_sections_are_the_slices_a_line_split_gives(body: str) -> None:
+    title, sections = _sections(body, 0)
+    assert (title, [(s.heading, s.line, s.body) for s in sections]) == sections_by_lines(body)

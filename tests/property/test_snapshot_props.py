@@ -97,7 +97,9 @@ def test_start_from_snapshot_after_edits_equals_fresh_scan(
             got, want = scores(restored, q), scores(fresh, q)
             assert got.keys() == want.keys()
             for key in want:
-                assert abs(got[key] - want[key]) < 1e-9
+                # Cosines are float32: the same vector scored through a differently laid
+                # out matrix (a whole-matrix product or a gather) differs in the 8th digit.
+                assert abs(got[key] - want[key]) < 1e-6
 
 
 @settings(max_examples=20, deadline=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import tempfile
@@ -79,6 +80,45 @@ def test_a_nul_byte_after_the_first_8_kib_marks_the_file_binary(vault: Path) -> 
     (vault / "wiki" / "late.md").write_bytes(b"## a\n" + b"x" * 20_000 + b"\0tail\n")
     with pytest.raises(SkipFile, match="binary"):
         read_note(vault, "wiki/late.md")
+
+
+def test_a_long_note_is_read_whole_and_a_symlinks_target_is_named(vault: Path) -> None:
+    text = "## Long\n" + "多字节 words over many reads\n" * 20_000  # ~0.6 MB
+    write(vault, "wiki/long.md", text)
+    (vault / "alias.md").symlink_to(Path("wiki") / "long.md")
+    note = read_note(vault, "alias.md", real_root=os.path.realpath(vault))
+    assert note.text == text and note.target == "wiki/long.md"
+    assert read_note(vault, "wiki/long.md").target is None
+
+
+def test_reading_goes_on_to_the_end_of_a_file_that_grew_and_stops_past_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from wikimem_watch.core import vault as vault_module
+
+    def fed(data: bytes) -> int:
+        """A pipe carrying ``data`` (written by a thread): reads come in pieces."""
+        read_end, write_end = os.pipe()
+
+        def feed() -> None:
+            with contextlib.suppress(BrokenPipeError), os.fdopen(write_end, "wb") as out:
+                out.write(data)  # the reader may stop at the limit and close its end
+
+        threading.Thread(target=feed, daemon=True).start()
+        return read_end
+
+    data = bytes(range(256)) * 1000  # 256 kB: more than a pipe holds at once
+    fd = fed(data)
+    try:
+        assert vault_module._read_fd(fd, 10) == data  # stat said 10 bytes; it grew
+    finally:
+        os.close(fd)
+    monkeypatch.setattr(vault_module, "MAX_NOTE_BYTES", 100_000)
+    fd = fed(data)
+    try:
+        assert vault_module._read_fd(fd, 10) == data[:100_001]  # one past: "too big"
+    finally:
+        os.close(fd)
 
 
 def test_a_note_over_the_size_limit_is_skipped(vault: Path) -> None:

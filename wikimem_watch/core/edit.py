@@ -5,7 +5,7 @@ section) into ``diary/YYYY-MM-DD.md``, and a wiki item (``## name`` section) ins
 replaced or removed in ``wiki/<file>.md``. Everything it does not own — front matter,
 preamble, other sections, comments, blank lines, trailing whitespace, CRLF line endings, a
 missing final newline — comes out exactly as it went in: an edit is a splice of whole lines,
-located with the same heading reader as the index (``parse.headings``), so a ``## `` in a
+located with the same heading reader as the index (``headings.headings``), so a ``## `` in a
 code fence is never mistaken for a section. The spliced text uses the file's own line
 endings. The layout of what we write follows the wikimem library: heading, blank line,
 text, blank line, the ``<!-- wikimem: … -->`` comment.
@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass
 
 from ..errors import BadRequest
-from .parse import front_matter_lines, headings
+from .headings import headings
+from .parse import front_matter_lines
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")

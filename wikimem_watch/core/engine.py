@@ -18,9 +18,10 @@ import os
 import threading
 import time
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from functools import partial
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from .models import Entry
 from .names import Names, add_names, name_keys, remove_names
 from .parse import parse_note, text_hash
 from .reads import EngineReads, EntriesView
+from .scan import map_in_order
 from .store import EntryStore
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
 
@@ -196,8 +198,7 @@ class Engine(EngineReads):
         with self.apply_lock:
             batch: list[_Prepared] = []
             size = 0
-            for rel in self._with_links(paths):
-                prepared = self._prepare(rel)
+            for prepared in self._prepare_all(self._with_links(paths)):
                 if prepared is None:
                     stats.unchanged += 1
                     continue
@@ -233,14 +234,23 @@ class Engine(EngineReads):
             out.update(dict.fromkeys(sorted(self._links_to.get(rel, ()))))
         return list(out)
 
-    def _prepare(self, rel: str) -> _Prepared | None:
+    def _prepare_all(self, rels: list[str]) -> Iterator[_Prepared | None]:
+        """Each file prepared, in order. A cold scan (nothing indexed, so preparing a file
+        changes nothing here) shares the files with a forked helper when it pays (ADR-0019)."""
+        prepare = partial(self._prepare, real_root=os.path.realpath(self.root))
+        if self.files or self.skipped:
+            return map(prepare, rels)
+        return map_in_order(rels, prepare)
+
+    def _prepare(self, rel: str, real_root: str | None = None) -> _Prepared | None:
         """Read, hash, parse and tokenize one file, without the engine lock (``None``:
         unchanged). Only appliers write ``files``/``skipped``, and they hold ``apply_lock``."""
         if not self.note_filter.accepts(rel):
             return _Prepared(rel, gone=True)
         stat = self._stat(rel)
         try:
-            note = read_note(self.root, rel, follow_external=self.config.follow_external_symlinks)
+            follow = self.config.follow_external_symlinks
+            note = read_note(self.root, rel, follow_external=follow, real_root=real_root)
         except FileNotFoundError:
             return _Prepared(rel, gone=True)
         except SkipFile as exc:

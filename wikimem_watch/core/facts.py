@@ -71,8 +71,11 @@ def trailing_question(text: str) -> str:
     "…I love it. What films do you like?" → "What films do you like?"; "" when the entry
     ends with a statement. Reads at most the last 600 characters.
     """
+    tail = text[-_TAIL_CHARS:]
+    if "?" not in tail and "？" not in tail:
+        return ""  # most entries: no sentence can end with a question mark
     asked: list[str] = []
-    for sentence in reversed(_SENTENCE.findall(text[-_TAIL_CHARS:])):
+    for sentence in reversed(_SENTENCE.findall(tail)):
         sentence = sentence.strip()
         if not sentence:
             continue

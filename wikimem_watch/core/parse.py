@@ -1,10 +1,11 @@
 """One Markdown file → immutable entries. Pure and tolerant: it takes text and never raises.
 
-A section is a level-2 heading and everything up to the next one (markdown-it-py finds the
-headings, so a ``## `` inside a code fence is text). Diary files (``diary/YYYY-MM-DD.md``) give
-one entry per section with the day from the file name and the time from a ``## HH:MM``
-heading; every other note gives one item per section. Prose before the first ``##`` (after
-front matter and the ``# title``) is an item too, and a note without sections is one item.
+A section is a level-2 heading and everything up to the next one (``headings`` finds them as
+CommonMark does, so a ``## `` inside a code fence is text). Diary files
+(``diary/YYYY-MM-DD.md``) give one entry per section with the day from the file name and the
+time from a ``## HH:MM`` heading; every other note gives one item per section. Prose before
+the first ``##`` (after front matter and the ``# title``) is an item too, and a note without
+sections is one item.
 """
 
 from __future__ import annotations
@@ -16,20 +17,14 @@ from datetime import date, datetime
 from pathlib import PurePosixPath
 
 import yaml
-from markdown_it import MarkdownIt
 
+from .headings import heading_spans
 from .models import Entry, Kind, Link, ParsedNote
 
-# Only block structure matters (which lines are headings), so inline parsing is switched off.
-_MD = MarkdownIt("commonmark").disable(["inline", "text_join"])
-# Lines after which a "## " line might not be a top-level heading (code, HTML, quotes,
-# setext underlines, indented headings that may belong to a list item, indented code).
-# A one-line <!-- comment --> is safe: it cannot hide a line.
-_RISKY = re.compile(
-    r"^(?: {0,3}(?:```|~~~|>|<(?!!--.*-->[ \t]*$)|(?:=+|-+)[ \t]*$)| {1,3}#| {4}|\t)", re.M
-)
 _FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)\s*$", re.M)
 _META_OPEN = re.compile(r"<!--\s*wikimem:")
+_META_KEY = re.compile(r"[\w.-]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
 _LINK = re.compile(r"(?P<embed>!?)\[\[(?P<inner>[^\[\]\n]+)\]\]")
 _TAG = re.compile(r"(?<![\w#&/])#(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
 _CODE = re.compile(r"```.*?```|~~~.*?~~~|`[^`\n]*`", re.S)
@@ -73,7 +68,7 @@ def parse_meta(body: str) -> dict[str, str] | None:
             continue
         key, sep, value = part.partition("=")
         key = key.strip()
-        if not sep or not key or not re.fullmatch(r"[\w.-]+", key):
+        if not sep or not key or not _META_KEY.fullmatch(key):
             return None
         fields[key] = value.strip()
     return fields or None
@@ -169,49 +164,6 @@ class _Section:
         self.heading, self.line, self.body = heading, line, body
 
 
-def headings(body: str) -> list[tuple[int, int, str]]:
-    """Top-level headings as (0-based line, level, text), exactly as CommonMark reads them.
-
-    Most notes hold nothing that could hide or fake a heading, and for those a line scan is the
-    CommonMark answer at a fraction of the cost; anything else goes through markdown-it-py.
-    A property test holds the two paths equal.
-    """
-    if not _RISKY.search(body):
-        out = []
-        for i, line in enumerate(body.split("\n")):
-            if line.lstrip(" ").startswith("#") and (atx := _atx_heading(line)):
-                out.append((i, *atx))
-        return out
-    tokens = _MD.parse(body)
-    return [
-        (tok.map[0], int(tok.tag[1]), tokens[i + 1].content.strip())
-        for i, tok in enumerate(tokens)
-        if tok.type == "heading_open" and tok.level == 0 and tok.map is not None
-    ]
-
-
-def _atx_heading(line: str) -> tuple[int, str] | None:
-    """markdown-it's ATX heading rule for one line: (level, text), or ``None``.
-
-    Written out rather than as a regex: ``(.*?)`` followed by an optional closing sequence
-    backtracks quadratically over a long run of spaces or tabs.
-    """
-    start = len(line) - len(line.lstrip(" "))
-    pos = start
-    while pos < len(line) and line[pos] == "#":
-        pos += 1
-    level = pos - start
-    if start > 3 or not 1 <= level <= 6 or (pos < len(line) and line[pos] not in " \t"):
-        return None
-    end = max(len(line.rstrip(" \t")), pos)
-    tail = end
-    while tail > pos and line[tail - 1] == "#":
-        tail -= 1
-    if tail > pos and line[tail - 1] in " \t":
-        end = tail  # a closing sequence: " ##" at the end of the line
-    return level, line[pos:end].strip()
-
-
 def strip_meta(body: str, take: Callable[[str], bool]) -> str:
     """Remove the ``<!-- wikimem: … -->`` comments ``take(body)`` accepts; keep the rest.
 
@@ -234,28 +186,36 @@ def strip_meta(body: str, take: Callable[[str], bool]) -> str:
 
 
 def _sections(body: str, line_offset: int) -> tuple[str | None, list[_Section]]:
-    """Split the body into (title, sections). Section 0 may be the headingless preamble."""
-    lines = body.split("\n")
+    """Split the body into (title, sections). Section 0 may be the headingless preamble.
+
+    A section's text is a slice of ``body`` (from the line after its heading to the line
+    before the next one), not a join of its lines: notes are mostly short sections.
+    """
     title: str | None = None
     title_line: int | None = None
-    starts: list[tuple[int, str]] = []
-    for line, level, text in headings(body):
+    starts: list[tuple[int, str, int]] = []
+    for line, level, text, offset in heading_spans(body):
         if level == 2:
-            starts.append((line, text))
+            starts.append((line, text, offset))
         elif level == 1 and not starts and title is None:
             title, title_line = text, line
     sections: list[_Section] = []
-    first = starts[0][0] if starts else len(lines)
-    pre = [ln for j, ln in enumerate(lines[:first]) if j != title_line]
+    # The lines before the first section: the title, and perhaps a preamble.
+    pre_lines = body[: starts[0][2]].split("\n")[:-1] if starts else body.split("\n")
+    pre = [ln for j, ln in enumerate(pre_lines) if j != title_line]
     pre_text = "\n".join(pre).strip("\n")
     if pre_text.strip():
-        first_text = next(j for j, ln in enumerate(lines[:first]) if ln.strip() and j != title_line)
+        first_text = next(j for j, ln in enumerate(pre_lines) if ln.strip() and j != title_line)
         sections.append(_Section("", first_text + 1 + line_offset, pre_text))
-    for n, (start, heading) in enumerate(starts):
-        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
-        sections.append(
-            _Section(heading, start + 1 + line_offset, "\n".join(lines[start + 1 : end]))
-        )
+    for n, (line, heading, offset) in enumerate(starts):
+        eol = body.find("\n", offset)
+        if eol < 0:
+            text = ""  # the heading is the last line
+        elif n + 1 < len(starts):
+            text = body[eol + 1 : starts[n + 1][2] - 1]
+        else:
+            text = body[eol + 1 :]
+        sections.append(_Section(heading, line + 1 + line_offset, text))
     return title, sections
 
 
@@ -268,16 +228,18 @@ def parse_note(path: str, text: str) -> ParsedNote:
 
 
 def _parse(path: str, text: str) -> ParsedNote:
-    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.lstrip("\ufeff")
     front, fm_lines, warnings = _split_front_matter(text)
     body = "\n".join(text.split("\n")[fm_lines:]) if fm_lines else text
     day = diary_date(path)
-    if PurePosixPath(path).parts[:1] == ("diary",) and day is None:
+    if day is None and "diary" in path and PurePosixPath(path).parts[:1] == ("diary",):
         warnings.append("diary file name is not a valid YYYY-MM-DD date; indexed as a note")
     kind: Kind = "diary" if day else "wiki"
     title_md, sections = _sections(body, fm_lines)
     title = _scalar(front.get("title")) or title_md or PurePosixPath(path).stem
-    note_tags = _str_list(front.get("tags"))
+    note_tags = tuple(dict.fromkeys(_str_list(front.get("tags"))))
     aliases = _str_list(front.get("aliases"))
     entries: list[Entry] = []
     seen: dict[str, int] = {}
@@ -308,8 +270,8 @@ def _entry(
         meta.update(fields)  # last one wins, key by key
         return True
 
-    raw = strip_meta(sec.body, _take_meta)
-    visible = re.sub(r"\n{3,}", "\n\n", raw).strip()
+    raw = strip_meta(sec.body, _take_meta) if "<!--" in sec.body else sec.body
+    visible = (_BLANK_LINES.sub("\n\n", raw) if "\n\n\n" in raw else raw).strip()
     if not visible and not sec.heading:
         return None
     heading = sec.heading
@@ -318,14 +280,21 @@ def _entry(
         m = _TIME.match(heading)
         if m:
             time = f"{int(m.group(1)):02d}:{m.group(2)}"
-    links = tuple(
-        link
-        for m in _LINK.finditer(visible)
-        if (link := parse_link(m.group("inner"), bool(m.group("embed")))) is not None
-    )
-    prose = _CODE.sub(" ", visible)
-    inline_tags = tuple(dict.fromkeys(m.group("tag") for m in _TAG.finditer(prose)))
-    tags = tuple(dict.fromkeys(note_tags + inline_tags))
+    # Each pattern below needs a character the text may well not hold: test for it first.
+    links: tuple[Link, ...] = ()
+    indexed = visible
+    if "[[" in visible:
+        links = tuple(
+            link
+            for m in _LINK.finditer(visible)
+            if (link := parse_link(m.group("inner"), bool(m.group("embed")))) is not None
+        )
+        indexed = _LINK.sub(_link_text, visible)
+    tags = note_tags
+    if "#" in visible:
+        prose = _CODE.sub(" ", visible) if "`" in visible or "~~~" in visible else visible
+        inline_tags = tuple(dict.fromkeys(m.group("tag") for m in _TAG.finditer(prose)))
+        tags = tuple(dict.fromkeys(note_tags + inline_tags))
     ts = meta.get("ts")
     if ts is not None and not _valid_iso(ts):
         warnings.append(f"line {sec.line}: metadata ts={ts!r} is not ISO-8601; ignored")
@@ -335,7 +304,6 @@ def _entry(
     entry_id = f"{path}#{heading}" if heading else path
     if seen[key] > 1:
         entry_id += f"~{seen[key]}"
-    indexed = _LINK.sub(_link_text, visible)
     return Entry(
         id=entry_id,
         kind=kind,

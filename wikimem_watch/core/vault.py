@@ -141,21 +141,25 @@ def _not_regular(mode: int) -> str | None:
     return next((why for test, why in _KINDS if test(mode)), "not a regular file")
 
 
-def read_note(root: Path, rel: str, *, follow_external: bool = False) -> NoteText:
+def read_note(
+    root: Path, rel: str, *, follow_external: bool = False, real_root: str | None = None
+) -> NoteText:
     """Read a note as text. Raises :class:`FileNotFoundError` if it is gone, else
     :class:`SkipFile` for anything that must not or cannot be read: a symlink that leads
     outside the vault (unless ``follow_external``), anything but a regular file (a FIFO
     would block the reader for good), binary, too big, permission denied.
 
     Invalid UTF-8 is decoded with replacement characters and still indexed: a few bad bytes
-    should not hide a whole diary day.
+    should not hide a whole diary day. ``real_root`` is ``os.path.realpath(root)`` when the
+    caller reads many notes at once (it costs a ``lstat`` per component of the root).
     """
     path = os.path.join(root, *rel.split("/"))
     real = os.path.realpath(path)
-    real_root = os.path.realpath(root)
+    if real_root is None:
+        real_root = os.path.realpath(root)
     target = None
     if is_inside(real_root, real):
-        real_rel = Path(real).relative_to(real_root).as_posix()
+        real_rel = _rel_posix(real_root, real)
         target = real_rel if real_rel != rel else None
     elif not follow_external and os.path.exists(real):
         raise SkipFile(
@@ -172,6 +176,13 @@ def read_note(root: Path, rel: str, *, follow_external: bool = False) -> NoteTex
         return NoteText(text, f"invalid UTF-8 at byte {exc.start}; bad bytes replaced", target)
 
 
+def _rel_posix(real_root: str, real: str) -> str:
+    """``real`` (inside ``real_root``, both resolved) relative to it, ``/``-separated."""
+    if real == real_root:
+        return "."
+    return real[len(real_root.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
+
+
 def _read_regular(rel: str, real: str) -> bytes:
     """The bytes of the regular file at the resolved path ``real``, never blocking."""
     try:
@@ -186,8 +197,7 @@ def _read_regular(rel: str, real: str) -> bytes:
                 raise SkipFile(why)
             if st.st_size > MAX_NOTE_BYTES:
                 raise SkipFile(f"larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB")
-            with open(fd, "rb", closefd=False) as fh:
-                raw = fh.read(MAX_NOTE_BYTES + 1)
+            raw = _read_fd(fd, st.st_size)
         finally:
             os.close(fd)
     except (FileNotFoundError, NotADirectoryError):
@@ -201,6 +211,23 @@ def _read_regular(rel: str, real: str) -> bytes:
     if len(raw) > MAX_NOTE_BYTES:  # it grew after the fstat
         raise SkipFile(f"larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB")
     return raw
+
+
+def _read_fd(fd: int, size: int) -> bytes:
+    """Up to ``MAX_NOTE_BYTES + 1`` bytes from ``fd``, until end of file; ``size`` (the file's
+    size when it was opened) sizes the first read, so a note is usually one read and one EOF.
+    (A buffered ``read(MAX_NOTE_BYTES + 1)`` allocates the whole 8 MiB for every note.)"""
+    chunks: list[bytes] = []
+    left = MAX_NOTE_BYTES + 1
+    want = min(size + 1, left)
+    while left > 0:
+        chunk = os.read(fd, max(want, 1))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+        want = min(64 * 1024, left)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def glob_match(rel: str, patterns: Sequence[str]) -> bool:

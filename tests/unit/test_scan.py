@@ -1,0 +1,231 @@
+"""The cold scan on both cores (core/scan.py) gives exactly what one process gives."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wikimem_watch.config import load_config
+from wikimem_watch.core import scan
+from wikimem_watch.core.engine import Engine
+
+needs_helper = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+    reason="a forked helper needs Linux and two CPUs",
+)
+
+
+class Helpers:
+    """What the fixture saw: helpers started, chunks in all, and chunks run here."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.chunks = 0
+        self.run_here = 0
+
+    @property
+    def helped(self) -> bool:
+        return self.run_here < self.chunks
+
+
+@pytest.fixture
+def helpers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Helpers]:
+    """Chunks of 3 items and a helper for any number of items, whatever the machine's load,
+    waited for as long as it takes (so it always does its share), watched."""
+    monkeypatch.setattr(scan, "CHUNK_ITEMS", 3)
+    monkeypatch.setattr(scan, "AHEAD", 4)
+    monkeypatch.setattr(scan, "LEAD", 4)
+    monkeypatch.setattr(scan, "PARALLEL_MIN_ITEMS", 0)
+    monkeypatch.setattr(scan, "HELPER_NICE", 0)
+    monkeypatch.setattr(scan, "WAIT_CHUNKS", 10_000.0)
+    monkeypatch.setattr(scan, "_cpu_free", lambda: True)
+    seen = Helpers()
+    start, run = scan._Shared._start, scan._Shared._run
+
+    def watched_start(self: scan._Shared[object, object]) -> None:
+        start(self)
+        seen.started += self.proc is not None
+        seen.chunks += len(self.chunks)
+
+    def watched_run(self: scan._Shared[object, object], n: int) -> list[object]:
+        seen.run_here += 1  # counted in this process only: the helper's count is its own
+        return run(self, n)
+
+    monkeypatch.setattr(scan._Shared, "_start", watched_start)
+    monkeypatch.setattr(scan._Shared, "_run", watched_run)
+    yield seen
+
+
+def square_and_pid(x: int) -> tuple[int, int]:
+    time.sleep(0.001)  # enough work for the helper to take a share
+    return x * x, os.getpid()
+
+
+@needs_helper
+def test_results_come_in_order_and_the_helper_did_some(helpers: Helpers) -> None:
+    got = list(scan.map_in_order(range(300), square_and_pid))
+    assert [v for v, _ in got] == [x * x for x in range(300)]
+    assert helpers.started == 1
+    assert {pid for _, pid in got} - {os.getpid()}, "the helper ran no chunk"
+
+
+@needs_helper
+def test_a_chunk_that_fails_in_the_helper_is_run_again_here(helpers: Helpers) -> None:
+    me = os.getpid()
+
+    def flaky(x: int) -> int:
+        if os.getpid() != me and x % 5 == 0:
+            raise RuntimeError("only in the helper")
+        return x + 1
+
+    assert list(scan.map_in_order(range(200), flaky)) == list(range(1, 201))
+
+
+@needs_helper
+def test_a_helper_that_dies_leaves_its_chunks_to_the_caller(helpers: Helpers) -> None:
+    me = os.getpid()
+
+    def deadly(x: int) -> int:
+        if os.getpid() != me and x >= 20:
+            os._exit(3)  # the helper is killed in the middle of the scan
+        return -x
+
+    assert list(scan.map_in_order(range(200), deadly)) == [-x for x in range(200)]
+
+
+@needs_helper
+def test_a_helper_too_slow_to_help_is_given_up(
+    helpers: Helpers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scan, "WAIT_CHUNKS", 1.0)
+    me = os.getpid()
+
+    def slow_there(x: int) -> int:
+        time.sleep(0.001 if os.getpid() == me else 0.5)  # the helper gets no CPU time
+        return x * 3
+
+    assert list(scan.map_in_order(range(120), slow_there)) == [x * 3 for x in range(120)]
+    assert helpers.started == 1
+    assert helpers.run_here == helpers.chunks  # everything was done here in the end
+
+
+@needs_helper
+def test_an_error_reaches_the_caller_as_in_one_process(helpers: Helpers) -> None:
+    def broken(x: int) -> int:
+        if x == 150:
+            raise ValueError("bad item")
+        return x
+
+    with pytest.raises(ValueError, match="bad item"):
+        list(scan.map_in_order(range(200), broken))
+
+
+def test_no_helper_below_the_threshold_or_with_another_thread() -> None:
+    assert isinstance(scan.map_in_order(range(10), square_and_pid), map)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not scan.helper_possible()  # whatever the load
+        assert isinstance(scan.map_in_order(range(10_000), square_and_pid, min_items=0), map)
+    finally:
+        stop.set()
+        thread.join()
+
+
+# ---------------------------------------------------------------------- the engine
+
+
+def _vault(root: Path) -> Path:
+    """A few hundred notes of every kind the scan meets, and some it must skip."""
+    (root / "diary").mkdir(parents=True)
+    (root / "wiki").mkdir()
+    for day in range(1, 121):
+        sections = "".join(
+            f"## {h:02d}:{day % 60:02d}\n\nWalked {day} km #run with [[wiki/w{h % 7}]] "
+            f"和小周吃火锅{'很好吃' * (day % 3)} café\n\n"
+            f"<!-- wikimem: owner=user:a | ts=2026-03-{day % 28 + 1:02d}T{h:02d}:00:00 -->\n\n"
+            for h in range(7, 7 + day % 5)
+        )
+        (root / "diary" / f"2026-{day // 31 + 1:02d}-{day % 28 + 1:02d}.md").write_text(
+            f"# Day {day}\n\n{sections}", encoding="utf-8"
+        )
+    for n in range(40):
+        (root / "wiki" / f"w{n}.md").write_text(
+            f"---\ntitle: Topic {n}\ntags: [t{n % 3}, x]\naliases: [A{n}]\n---\n\nPreamble {n}.\n\n"
+            f"## Item {n}\n\n```\n## not a heading\n```\n\nText {n} ~~~ `#code` #real\n\n"
+            f"## Item {n}\n\nSame heading twice.\n",
+            encoding="utf-8",
+        )
+    (root / "diary" / "not-a-date.md").write_text("## 10:00\n\nnote\n", encoding="utf-8")
+    (root / "wiki" / "latin1.md").write_bytes(b"## Caf\xe9\n\nbad bytes\n")
+    (root / "wiki" / "binary.md").write_bytes(b"## a\x00b\n")
+    (root / "wiki" / "link.md").symlink_to(root / "wiki" / "w1.md")
+    (root / "wiki" / "crlf.md").write_bytes(b"# T\r\n\r\n## A\r\ntext\r\n")
+    return root
+
+
+def _state(engine: Engine) -> tuple[object, ...]:
+    """Everything a scan builds, the index's layout (slots, term ids, postings) included."""
+    index = engine.index
+    slots = index.live_slots().tolist()
+    return (
+        dict(engine.entries),
+        engine.files,
+        engine.skipped,
+        engine.days,
+        engine.names,
+        engine.digest(),
+        engine.generation,
+        engine._links_to,
+        [engine.slot_entry(s) for s in slots],
+        engine.previous_slots()[slots].tolist(),
+        [(tid, term, *(a.tolist() for a in index.postings(tid))) for tid, term in index.terms()],
+        index.avg_doc_len,
+        len(index),
+    )
+
+
+@needs_helper
+def test_a_cold_scan_with_the_helper_equals_one_in_one_process(
+    tmp_path: Path, helpers: Helpers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = _vault(tmp_path / "vault")
+    config = load_config(vault)
+    prepare = Engine._prepare
+
+    def slow_prepare(self: Engine, rel: str, real_root: str | None = None) -> object:
+        time.sleep(0.001)  # enough work for the helper to take a share
+        return prepare(self, rel, real_root)
+
+    monkeypatch.setattr(Engine, "_prepare", slow_prepare)
+    both = Engine(config)
+    both.scan()
+    assert helpers.started == 1 and helpers.helped, "the helper took no share of the scan"
+    monkeypatch.setattr(scan, "PARALLEL_MIN_ITEMS", 10**9)
+    alone = Engine(config)
+    alone.scan()
+    assert helpers.started == 1
+    assert len(alone.entries) > 300 and alone.skipped and alone._links_to
+    assert _state(both) == _state(alone)
+    # and they stay equal through later edits (applied in this process, as the daemon does)
+    (vault / "wiki" / "w3.md").write_text("## New\n\nnew words 新词\n", encoding="utf-8")
+    (vault / "diary" / "2026-01-02.md").unlink()
+    for engine in (both, alone):
+        engine.apply(["wiki/w3.md", "diary/2026-01-02.md"])
+    assert _state(both) == _state(alone)
+
+
+@needs_helper
+def test_only_a_cold_scan_forks(example_vault: Path, helpers: Helpers) -> None:
+    engine = Engine(load_config(example_vault))
+    engine.scan()
+    assert helpers.started == 1
+    engine.scan()  # a rescan compares with what is indexed: always in this process
+    assert helpers.started == 1

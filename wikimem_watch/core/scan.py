@@ -1,0 +1,377 @@
+"""Both cores for a cold scan: ``map_in_order(items, work)`` is ``map(work, items)``, with
+a forked helper process taking a share of the items when there are enough of them.
+
+The engine's initial scan reads, parses and tokenizes every file, then indexes the results
+in order (one writer). Here the caller's process keeps its place as that writer and works
+through chunks of items itself, while the helper works on chunks handed to it a little
+ahead of the caller and sends their results back (pickled) through a pipe. Results are
+yielded in the order of the items, so what the caller builds is exactly what a serial
+``map`` gives. The caller waits on the helper a few chunks' time at most: a chunk the
+helper is late with is taken back and run here, and a helper late twice is given up.
+
+The helper is a ``fork`` of the caller, so ``work`` may be any callable (a bound method of
+an engine with its configuration and tokenizer) and nothing is imported again. ``fork`` is
+used only where it is safe and cheap: Linux, a process with no other Python thread (a thread
+holding a lock at the moment of the fork would leave the child deadlocked; the daemon, with
+its server and watcher threads, always scans in one process), at least two CPUs, and enough
+items to pay for the start (a few milliseconds) and the pickling. Anything else, or a helper
+that cannot start, dies or fails on an item, falls back to doing that work here: the result
+never depends on the helper (ADR-0019).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import io
+import logging
+import multiprocessing
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.process import BaseProcess
+from operator import attrgetter
+from typing import Generic, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Below this many items a helper does not pay for its start and the pickling (ADR-0019).
+PARALLEL_MIN_ITEMS = 400
+CHUNK_ITEMS = 32  # items per message: small enough to balance the two processes at the end
+# The helper is handed chunks at least LEAD chunks past the one the caller needs next, so it
+# has them done before the caller gets there, and at most AHEAD at a time (enough to keep it
+# busy through a swap of the caller's, when nothing is handed out).
+LEAD = 8
+AHEAD = 8
+# The helper runs at a lower priority: on a busy machine it takes the CPU time left over and
+# does not slow the caller, which holds the one path (indexing, in order) that cannot be shared.
+# A chunk the helper is late with is waited for WAIT_CHUNKS times as long as one takes here
+# (on average), then taken back; a helper late LATE_LIMIT times is given up.
+HELPER_NICE = 10
+WAIT_CHUNKS = 2.0
+PIPE_BYTES = 8 << 20  # the result pipe's room asked for (the system may cap it)
+LATE_LIMIT = 2
+
+
+def helper_possible() -> bool:
+    """True when a forked helper is safe (Linux, no other Python thread) and a CPU is free
+    for it."""
+    return sys.platform.startswith("linux") and threading.active_count() == 1 and _cpu_free()
+
+
+def _cpu_free() -> bool:
+    """At least two CPUs, and the load average (this process included) leaves half of one
+    idle: on a machine already busy, a helper would only take time from the caller."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return cpus >= 2 and os.getloadavg()[0] < cpus - 0.5
+
+
+def map_in_order(
+    items: Sequence[T], work: Callable[[T], R], *, min_items: int | None = None
+) -> Iterator[R]:
+    """``work(item)`` for each item, in order; with a forked helper when it pays."""
+    threshold = PARALLEL_MIN_ITEMS if min_items is None else min_items
+    if len(items) < max(threshold, 2 * CHUNK_ITEMS) or not helper_possible():
+        return map(work, items)
+    return _Shared(items, work).results()
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a dataclass as a call of its class with its field values: about half the
+    time of the default (a ``__setstate__`` that sets each slot in Python) for entries."""
+
+    def reducer_override(self, obj: object) -> tuple[type, tuple[object, ...]]:
+        cls = type(obj)
+        try:
+            get = _FIELDS[cls]
+        except KeyError:
+            get = _FIELDS[cls] = _field_getter(cls)
+        if get is None:
+            return NotImplemented  # type: ignore[no-any-return]  # pickle's own reduction
+        return cls, get(obj)
+
+
+Getter = Callable[[object], tuple[object, ...]]
+_FIELDS: dict[type, Getter | None] = {}
+
+
+def _field_getter(cls: type) -> Getter | None:
+    """A getter of the field values ``cls(*values)`` rebuilds an instance from; ``None``
+    for anything else (not a dataclass, a field not in ``__init__``, a ``__post_init__``)."""
+    if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
+        return None
+    fields = dataclasses.fields(cls)
+    if not fields or not all(f.init and f.kw_only is not True for f in fields):
+        return None
+    getter = attrgetter(*(f.name for f in fields))
+    if len(fields) == 1:
+        return lambda obj: (getter(obj),)
+    return getter
+
+
+def _dumps(obj: object) -> bytes:
+    out = io.BytesIO()
+    _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return out.getbuffer().tobytes()
+
+
+class _Shared(Generic[T, R]):
+    """One caller and one forked helper sharing chunks of ``items``; the caller alone knows
+    which chunk is whose, hands the helper its chunks, and yields every result in order.
+
+    Two pipes: the caller writes commands (8-byte chunk numbers: ``n`` to run chunk ``n``,
+    ``-n - 1`` to skip it, ``-2**63`` to stop), the helper writes results (an 8-byte length,
+    then the pickled ``(n, results)``). The caller reads results without blocking, a piece
+    at a time, so a helper that gets little CPU time cannot hold it up mid-message.
+    """
+
+    def __init__(self, items: Sequence[T], work: Callable[[T], R]) -> None:
+        self.items = items
+        self.work = work
+        self.chunks = [
+            (a, min(a + CHUNK_ITEMS, len(items))) for a in range(0, len(items), CHUNK_ITEMS)
+        ]
+        self.taken = bytearray(len(self.chunks))  # run here, handed to the helper, or done
+        self.near = 0  # no chunk before this one is free
+        self.want = 0  # the chunk to yield next
+        self.done: dict[int, list[R]] = {}
+        self.sent: list[int] = []  # chunks handed to the helper, ascending
+        self.proc: BaseProcess | None = None
+        self.commands = -1  # the write end of the command pipe (-1: no helper)
+        self.replies = -1  # the read end of the result pipe, non-blocking
+        self.inbox = bytearray()
+        self.chunk_s = 0.0  # how long a chunk takes here (a moving average)
+        self.late = 0  # chunks taken back from the helper after waiting for them
+
+    def results(self) -> Iterator[R]:
+        self._start()
+        try:
+            for n in range(len(self.chunks)):
+                self.want = n
+                while n not in self.done:
+                    self._advance(n)
+                yield from self.done.pop(n)
+        finally:
+            self._stop()
+
+    def _run(self, n: int) -> list[R]:
+        self.taken[n] = 1
+        a, b = self.chunks[n]
+        started = time.perf_counter()
+        results = [self.work(item) for item in self.items[a:b]]
+        took = time.perf_counter() - started
+        self.chunk_s = took if not self.chunk_s else 0.8 * self.chunk_s + 0.2 * took
+        return results
+
+    # ------------------------------------------------------------------ the caller
+
+    def _start(self) -> None:
+        commands_r, commands_w = os.pipe()
+        replies_r, replies_w = os.pipe()
+        proc = multiprocessing.get_context("fork").Process(
+            target=self._serve,
+            args=(commands_r, replies_w, (commands_w, replies_r)),
+            name="wikimem-scan",
+            daemon=True,
+        )
+        try:
+            with warnings.catch_warnings():
+                # Python 3.12+ may warn about a fork in a process with other threads. With
+                # ``threading`` reporting none, any are native pools (numpy's BLAS), idle
+                # here, and the helper never calls into them.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                proc.start()
+        except OSError as exc:
+            log.info("scan helper not started (%s); scanning in one process", exc)
+            for fd in (commands_r, commands_w, replies_r, replies_w):
+                os.close(fd)
+            return
+        os.close(commands_r)
+        os.close(replies_w)
+        os.set_blocking(replies_r, False)
+        _widen(replies_r)
+        self.proc, self.commands, self.replies = proc, commands_w, replies_r
+        self._hand_out()
+
+    def _free(self, start: int) -> int | None:
+        """The first chunk from ``start`` on that nobody has taken."""
+        n = self.taken.find(0, start)
+        return None if n < 0 else n
+
+    def _hand_out(self) -> None:
+        """Keep ``AHEAD`` chunks handed to the helper, each ``LEAD`` or more past ``want``
+        (near the end of the items, the free chunks past ``want``)."""
+        while self.proc is not None and len(self.sent) < AHEAD:
+            start = self.want + LEAD
+            n = self._free(start if start < len(self.chunks) else self.want + 1)
+            if n is None or not self._tell(n):
+                return
+            self.taken[n] = 1
+            self.sent.append(n)
+
+    def _tell(self, command: int) -> bool:
+        """Send the helper a command; False (and the helper given up) when it is gone."""
+        if self.proc is None:
+            return False
+        try:
+            os.write(self.commands, _COMMAND.pack(command))
+        except OSError:
+            self._lost()
+            return False
+        return True
+
+    def _advance(self, want: int) -> None:
+        """Make progress towards chunk ``want``, the next to yield: take a result the helper
+        has sent; else run the first free chunk here (``want`` itself, unless the helper has
+        it), holding at most ``LEAD + AHEAD`` chunks ahead of ``want``; else wait up to
+        ``WAIT_CHUNKS`` chunks' time for the helper to send ``want``, then take it back and
+        run it here (after ``LATE_LIMIT`` such chunks, do without the helper). So the caller
+        waits for the helper a few chunks' time at most, however little CPU time the helper
+        gets, and holds a bounded number of results it cannot use yet."""
+        if self._receive(0.0):
+            pass
+        elif (n := self._free(want)) is not None and n < want + LEAD + AHEAD:
+            self.done[n] = self._run(n)
+        elif want in self.sent:
+            if not self._receive(max(WAIT_CHUNKS * self.chunk_s, 0.002)) and want in self.sent:
+                self.sent.remove(want)
+                self._tell(-want - 1)  # taken back
+                self.late += 1
+                if self.late >= LATE_LIMIT:  # it gets too little CPU time to be of use
+                    log.debug("scan helper too slow; the rest is scanned in one process")
+                    self._lost()
+                self.done[want] = self._run(want)
+        else:  # the helper is gone and ``want`` is free
+            self.done[want] = self._run(want)
+        self._hand_out()
+
+    def _receive(self, wait_s: float) -> bool:
+        """Take one result the helper has sent in full, waiting up to ``wait_s`` for it; a
+        result for a chunk taken back is dropped, one that failed there is run here."""
+        if self.proc is None:
+            return False
+        deadline = time.monotonic() + wait_s
+        while True:
+            gone = self._read()
+            if len(self.inbox) >= _LENGTH.size:
+                (size,) = _LENGTH.unpack_from(self.inbox)
+                end = _LENGTH.size + size
+                if len(self.inbox) >= end:
+                    n, results = pickle.loads(self.inbox[_LENGTH.size : end])
+                    del self.inbox[:end]
+                    if n in self.sent:
+                        self.sent.remove(n)
+                        self.done[n] = self._run(n) if results is None else results
+                    return True
+            if gone:
+                self._lost()
+                return False
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.replies], [], [], left)[0]:
+                return False
+
+    def _read(self) -> bool:
+        """Read what the helper has written so far; True at its end (it exited)."""
+        try:
+            while chunk := os.read(self.replies, 1 << 20):
+                self.inbox += chunk
+        except BlockingIOError:
+            return False
+        except OSError:
+            pass
+        return True
+
+    def _lost(self) -> None:
+        """The helper is gone: the chunks it held are run here."""
+        self._stop()
+        for n in self.sent:
+            self.done[n] = self._run(n)
+        self.sent.clear()
+
+    def _stop(self) -> None:
+        """Stop the helper: its work is done or no longer wanted, so it is not waited for."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            os.write(self.commands, _COMMAND.pack(_STOP))
+        for fd in (self.commands, self.replies):
+            os.close(fd)
+        self.commands = self.replies = -1
+        proc.join(timeout=0.05)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+    # ------------------------------------------------------------------ the helper
+
+    def _serve(self, commands: int, replies: int, callers: tuple[int, int]) -> None:
+        """The helper: run the chunks handed over, in order, and send their results back
+        until told to stop or the caller is gone. Before each chunk it reads every command
+        waiting, so a chunk the caller took back is skipped. A chunk that fails is reported,
+        not sent: the caller runs it again itself (and meets the error a serial scan would)."""
+        for fd in callers:
+            os.close(fd)  # else the caller's death would not end a read here
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+        with contextlib.suppress(OSError):
+            os.nice(HELPER_NICE)
+        todo: deque[int] = deque()
+        try:
+            while True:
+                while not todo or select.select([commands], [], [], 0)[0]:
+                    data = os.read(commands, 4096)  # whole commands: each write is atomic
+                    if not data:
+                        return
+                    for (command,) in _COMMAND.iter_unpack(data):
+                        if command == _STOP:
+                            return
+                        if command >= 0:
+                            todo.append(command)
+                        elif -command - 1 in todo:
+                            todo.remove(-command - 1)  # taken back
+                n = todo.popleft()
+                try:
+                    payload = _dumps((n, self._run(n)))
+                except Exception:
+                    payload = _dumps((n, None))
+                _write_all(replies, _LENGTH.pack(len(payload)) + payload)
+        except OSError:
+            pass  # the caller is gone
+
+
+_COMMAND = struct.Struct("<q")
+_LENGTH = struct.Struct("<Q")
+_STOP = -(2**63)
+
+
+def _widen(fd: int) -> None:
+    """Give a pipe room for several chunks' results (Linux: up to ``pipe-max-size``, 1 MiB by
+    default): with the default 64 KiB, the helper waited on every write until the caller,
+    busy with a chunk or indexing, read the previous one, and ran at half speed."""
+    for size in (PIPE_BYTES, 1 << 20):
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+            return
+        except (AttributeError, OSError):
+            continue
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
