@@ -229,3 +229,17 @@ def test_only_a_cold_scan_forks(example_vault: Path, helpers: Helpers) -> None:
     assert helpers.started == 1
     engine.scan()  # a rescan compares with what is indexed: always in this process
     assert helpers.started == 1
+
+
+@needs_helper
+def test_the_result_pipe_has_room_for_several_chunks() -> None:
+    import fcntl
+
+    read_end, write_end = os.pipe()
+    try:
+        scan._widen(read_end)
+        allowed = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+        assert fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ) >= min(allowed, 1 << 20)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
