@@ -51,7 +51,7 @@ NOW = "2026-11-28T21:00:00+08:00"
 WARMUP_QUERIES = 10
 APPLY_EDITS = 50
 
-BM25_ONLY = {"bm25": 1.0, "vector": 0.0, "recency": 0.0}  # for the agreement check only
+BM25_ONLY = {"bm25": 1.0, "vector": 0.0, "recency": 0.0, "previous": 0.0}  # agreement check only
 
 Result = dict[str, Any]
 
