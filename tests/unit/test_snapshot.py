@@ -259,6 +259,23 @@ def test_a_torn_or_inconsistent_snapshot_is_ignored_never_trusted(tmp_path: Path
     assert_same(engine, fresh)
 
 
+def test_a_snapshot_of_the_older_layout_is_named_as_such_not_as_torn(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = _vault(tmp_path)
+    engine = _engine(root)
+    path = engine.config.snapshot_path
+    assert path is not None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = json.dumps({"format": 1, "sections": []}).encode()
+    path.write_bytes(MAGIC + b"x" * 64 + header + struct.pack("<Q", len(header)) + MAGIC)
+    assert read_snapshot(path, engine) is None
+    assert "made by another version (an older layout)" in caplog.text
+    path.write_bytes(MAGIC + b"x" * 64 + struct.pack("<QI", 2**40, 0) + MAGIC)
+    assert read_snapshot(path, engine) is None
+    assert "torn (no trailer)" in caplog.text
+
+
 def test_the_mangling_helper_keeps_an_untouched_snapshot_valid(tmp_path: Path) -> None:
     """The control for the test above: a rewrite that changes nothing is still loaded."""
     root = _vault(tmp_path)

@@ -150,7 +150,14 @@ def _read(fh: BinaryIO, engine: Engine, known: set[str]) -> Loaded:
     fh.seek(size - tail)
     raw_tail = fh.read(tail)
     header_len, header_crc = _TRAILER.unpack(raw_tail[: _TRAILER.size])
-    if raw_tail[_TRAILER.size :] != MAGIC or header_len > size - len(MAGIC) - tail:
+    if raw_tail[_TRAILER.size :] != MAGIC:
+        raise SnapshotInvalid("torn (no trailer)")
+    if header_len > size - len(MAGIC) - tail:
+        # Format 1 ended "<header length: 8 bytes> MAGIC"; read as format 2, that length is
+        # nonsense, but read as format 1 it fits.
+        (v1_len,) = struct.unpack("<Q", raw_tail[4:12])
+        if v1_len <= size - 2 * len(MAGIC) - 8:
+            raise SnapshotInvalid("made by another version (an older layout)")
         raise SnapshotInvalid("torn (no trailer)")
     fh.seek(size - tail - header_len)
     raw_header = fh.read(header_len)
