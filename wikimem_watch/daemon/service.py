@@ -7,9 +7,8 @@ periodic safety rescan — so changes are applied in order; socket threads only 
 the engine lock, which the writer takes only to swap in files it has already read and parsed
 (ADR-0011). The writer is a daemon thread: a stop waits ``WRITER_JOIN_S`` for it, no longer.
 
-The safety rescan is cheap: it walks the vault and ``stat``s each note (no reads), and
-re-applies only paths whose (mtime, size, inode) changed since the last walk or whose
-presence differs from the index. It repairs anything the OS failed to report.
+How the writer reads the vault (the start from a snapshot, change sets, the safety
+rescan) is ``scans.VaultScans``, a mixin of ``Daemon``.
 """
 
 from __future__ import annotations
@@ -29,8 +28,6 @@ from pathlib import Path
 from ..config import Config, cache_dir_problem
 from ..core.engine import ApplyStats, Engine
 from ..core.plan import plan_scan
-from ..core.snapshot import no_gc, restore_engine, save_snapshot
-from ..core.vault import iter_notes, notes_below
 from ..errors import ConfigError
 from ..retrieval.query import VectorSignal
 from .journal import Journal
@@ -49,6 +46,7 @@ from .runtime import (
     runtime_dir,
     vault_key,
 )
+from .scans import StatKey, VaultScans
 from .server import Limits, Server
 from .subscriptions import ChangeFeed
 from .vault_writer import VaultWriter
@@ -78,10 +76,9 @@ class _Job:
 
 
 _STOP = object()
-StatKey = tuple[int, int, int]
 
 
-class Daemon:
+class Daemon(VaultScans):
     """One vault's live index served on a socket. ``run()`` blocks until stopped."""
 
     def __init__(
@@ -398,100 +395,11 @@ class Daemon:
         for line in problems:
             announce(line, True)
 
-    def _initial_scan(self) -> None:
-        """Start from the index snapshot when there is a usable one and re-read only the
-        files whose stat changed since (ADR-0015); else scan cold. The writer saves a new
-        snapshot once the daemon is ready."""
-        path = self.config.snapshot_path
-        if path is None or self.cache_problem is not None:
-            self._scan_chunked()
-            return
-        stats = self._stat_walk()
-        on_disk = {rel: key[:2] for rel, key in stats.items()}
-        stale = restore_engine(self.engine, path, on_disk)
-        self.snapshot.update(loaded=stale is not None, reread=None if stale is None else len(stale))
-        if stale is not None:
-            self._saved = (self.engine.generation, self.engine.stat_refreshes)
-        with no_gc():  # millions of objects and no cycles: ~10% of a cold scan
-            self._apply(list(stats) if stale is None else stale)
-        self._stats = stats
-        self._last_rescan = time.monotonic()
-
     def _http_status(self) -> dict[str, str]:
         from .http import token_path
 
         assert self.http is not None
         return {"url": self.http.url, "token_file": str(token_path(self.config))}
-
-    def _save_snapshot(self) -> None:
-        """Write the snapshot when the index (or a file's stat) changed since the last one."""
-        if self.config.snapshot_path is None or self.cache_problem is not None:
-            return
-        now = (self.engine.generation, self.engine.stat_refreshes)
-        if now != self._saved and save_snapshot(self.engine):
-            self._saved = now
-            self.snapshot["saved_at"] = time.time()
-
-    def _scan_chunked(self) -> ApplyStats:
-        """``engine.scan()`` in chunks, refreshing the safety-rescan stat snapshot."""
-        stats = self._stat_walk()
-        known = set(self.engine.files) | set(self.engine.skipped)
-        result = self._apply([*stats, *sorted(known - set(stats))])
-        self._stats = stats
-        self._last_rescan = time.monotonic()
-        return result
-
-    def _apply_changes(self, changes: ChangeSet) -> None:
-        if changes.rescan:
-            log.info("full rescan (events were lost or too many at once)")
-            self._scan_chunked()
-            return
-        paths = set(changes.paths)
-        for rel in changes.dirs:
-            paths.update(self._under(rel))
-        stats = self._apply(sorted(paths), external=True)
-        if stats.changed or stats.removed:
-            log.debug("applied %d changed, %d removed", len(stats.changed), len(stats.removed))
-
-    def _under(self, rel_dir: str) -> list[str]:
-        """Indexed paths below a moved/deleted/created directory, plus the notes now there."""
-        prefix = rel_dir.rstrip("/") + "/"
-        with self.engine.lock:
-            out = [p for p in (*self.engine.files, *self.engine.skipped) if p.startswith(prefix)]
-        out.extend(notes_below(self.config.vault, rel_dir, self.engine.note_filter))
-        return out
-
-    def _stat_walk(self) -> dict[str, StatKey]:
-        """Every note's (mtime, size, inode), through symlinks: an external target followed
-        with ``follow_external_symlinks`` is watched by this walk only (ADR-0011)."""
-        out: dict[str, StatKey] = {}
-        linked_dirs: dict[str, str] = {}
-        for rel in iter_notes(self.config.vault, self.engine.note_filter, linked_dirs):
-            try:
-                st = os.stat(self.config.vault / rel)
-            except OSError:
-                continue
-            out[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
-        self.engine.linked_dirs = linked_dirs
-        return out
-
-    def _safety_rescan(self) -> None:  # then the writer saves the snapshot when idle
-        started = time.perf_counter()
-        now = self._stat_walk()
-        old = self._stats
-        known = set(self.engine.files) | set(self.engine.skipped)
-        suspect = {p for p, key in now.items() if old.get(p) != key or p not in known}
-        suspect |= known - set(now)
-        stats = self._apply(sorted(suspect), external=True)
-        self._stats = now
-        self._last_rescan = time.monotonic()
-        if stats.changed or stats.removed:
-            log.warning(
-                "safety rescan repaired %d changed and %d removed files the watcher missed",
-                len(stats.changed),
-                len(stats.removed),
-            )
-        log.debug("safety rescan of %d files took %.3fs", len(now), time.perf_counter() - started)
 
     # ------------------------------------------------------------------- service
 
