@@ -14,7 +14,9 @@ import pytest
 from daemon_harness import DaemonProc, eventually, short_socket_path
 
 from wikimem_watch.config import load_config
+from wikimem_watch.core import snapshot as snapshot_module
 from wikimem_watch.core.engine import ApplyStats
+from wikimem_watch.daemon import service
 from wikimem_watch.daemon.service import Daemon
 
 pytestmark = pytest.mark.timeout(60)
@@ -114,4 +116,33 @@ def test_a_stop_does_not_wait_for_a_stuck_writer(
         assert not daemon.socket_path.exists()
     finally:
         release.set()
+        runner.join(5)
+
+
+def test_a_stop_waits_for_a_snapshot_being_written(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = load_config(vault, {"snapshot_dir": str(tmp_path / "snap")})
+    daemon = Daemon(config, socket_path=short_socket_path(), force_polling=True)
+    writing = threading.Event()
+    real_write = snapshot_module.write_snapshot
+
+    def slow_write(engine: object, path: Path) -> int:
+        writing.set()
+        time.sleep(service.WRITER_JOIN_S + 1.0)  # longer than a stop waits for a file
+        return real_write(engine, path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(snapshot_module, "write_snapshot", slow_write)
+    runner = threading.Thread(target=daemon.run)
+    runner.start()
+    try:
+        deadline = time.monotonic() + 10
+        while daemon.state != "ready":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        daemon.request_stop()  # the writer saves the snapshot on its way out
+        runner.join(service.WRITER_JOIN_S + service.SNAPSHOT_JOIN_S)
+        assert writing.is_set() and not runner.is_alive()
+        assert config.snapshot_path is not None and config.snapshot_path.is_file()
+    finally:
         runner.join(5)

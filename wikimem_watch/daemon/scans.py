@@ -35,6 +35,7 @@ class VaultScans:
     cache_problem: str | None
     snapshot: dict[str, object]
     _saved: tuple[int, int] | None
+    saving_snapshot: bool = False
     _stats: dict[str, StatKey]
     _last_rescan: float
 
@@ -66,9 +67,15 @@ class VaultScans:
         if self.config.snapshot_path is None or self.cache_problem is not None:
             return
         now = (self.engine.generation, self.engine.stat_refreshes)
-        if now != self._saved and save_snapshot(self.engine):
-            self._saved = now
-            self.snapshot["saved_at"] = time.time()
+        if now == self._saved:
+            return
+        self.saving_snapshot = True  # a stop waits for this (``SNAPSHOT_JOIN_S``)
+        try:
+            if save_snapshot(self.engine):
+                self._saved = now
+                self.snapshot["saved_at"] = time.time()
+        finally:
+            self.saving_snapshot = False
 
     def _scan_chunked(self) -> ApplyStats:
         """``engine.scan()`` in chunks, refreshing the safety-rescan stat snapshot."""
