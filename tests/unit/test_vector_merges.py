@@ -110,6 +110,7 @@ def test_the_policy_rejects_nonsense() -> None:
 # -- the real cache ----------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(60)  # 600 edits, each an fsynced write: ~1 s alone, more on a busy disk
 def test_steady_edits_write_few_rows_worth_per_edit_and_keep_every_live_row(
     tmp_path: Path,
 ) -> None:
