@@ -278,6 +278,14 @@ def test_the_settings_know_every_config_field_by_its_annotation() -> None:
     assert FIELD_TYPES == {f.name: f.type for f in fields(Config)}
 
 
+def _sources(monkeypatch: pytest.MonkeyPatch, user: str, env: dict[str, str]) -> None:
+    """The user's config file (when ``user`` is not empty) and the environment."""
+    if user:
+        user_file(user)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
 @pytest.mark.parametrize(
     ("user", "env", "flags"),
     [
@@ -295,10 +303,7 @@ def test_locate_finds_the_vault_cache_and_socket_load_config_resolves(
     env: dict[str, str],
     flags: dict[str, object],
 ) -> None:
-    if user:
-        user_file(user)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+    _sources(monkeypatch, user, env)
     vault_file(tmp_path, PLANTED)  # the vault may set neither, and tries to
     config = load_config(tmp_path, flags)
     assert locate(tmp_path, flags) == VaultLocation(config.vault, config.cache_dir, config.socket)
@@ -322,10 +327,7 @@ def test_locate_refuses_what_load_config_refuses_with_the_same_message(
     env: dict[str, str],
     flags: dict[str, object],
 ) -> None:
-    if user:
-        user_file(user)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+    _sources(monkeypatch, user, env)
     with pytest.raises(ConfigError) as by_config:
         load_config(tmp_path, flags)
     with pytest.raises(ConfigError) as by_locate:

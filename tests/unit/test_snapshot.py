@@ -45,6 +45,16 @@ def _engine(root: Path, **flags: object) -> Engine:
     return Engine(load_config(root, flags))
 
 
+def _snapshotted(tmp_path: Path) -> tuple[Path, Engine, Path]:
+    """The test vault, an engine that scanned it and saved its snapshot, and the snapshot."""
+    root = _vault(tmp_path)
+    engine = _engine(root)
+    scan_with_snapshot(engine)
+    path = engine.config.snapshot_path
+    assert path is not None
+    return root, engine, path
+
+
 def _scores(engine: Engine, q: str) -> list[tuple[str, float, object]]:
     result = run_query(engine, QueryRequest.from_dict({"q": q, "k": 50, "parse_time": False}))
     hits = result["hits"]
@@ -67,11 +77,8 @@ def assert_same(got: Engine, want: Engine) -> None:
 
 
 def test_a_restored_engine_equals_a_fresh_scan_and_rereads_nothing(tmp_path: Path) -> None:
-    root = _vault(tmp_path)
-    first = _engine(root)
-    scan_with_snapshot(first)
-    path = first.config.snapshot_path
-    assert path is not None and path.is_file()
+    root, _, path = _snapshotted(tmp_path)
+    assert path.is_file()
     assert root not in path.parents  # per machine, outside the vault by default
     again = _engine(root)
     stats = scan_with_snapshot(again)
@@ -228,11 +235,7 @@ SPECIAL = {
 
 @pytest.mark.parametrize("how", sorted([*BAD, *SPECIAL]))
 def test_a_torn_or_inconsistent_snapshot_is_ignored_never_trusted(tmp_path: Path, how: str) -> None:
-    root = _vault(tmp_path)
-    first = _engine(root)
-    scan_with_snapshot(first)
-    path = first.config.snapshot_path
-    assert path is not None
+    root, first, path = _snapshotted(tmp_path)
     if how == "torn":
         path.write_bytes(path.read_bytes()[:-40])
     elif how in ("flipped byte", "flipped header byte"):
@@ -278,11 +281,7 @@ def test_a_snapshot_of_the_older_layout_is_named_as_such_not_as_torn(
 
 def test_the_mangling_helper_keeps_an_untouched_snapshot_valid(tmp_path: Path) -> None:
     """The control for the test above: a rewrite that changes nothing is still loaded."""
-    root = _vault(tmp_path)
-    first = _engine(root)
-    scan_with_snapshot(first)
-    path = first.config.snapshot_path
-    assert path is not None
+    root, _, path = _snapshotted(tmp_path)
     _mangle(path, "files.paths", lambda blob: blob)
     assert read_snapshot(path, _engine(root)) is not None
 
@@ -374,11 +373,7 @@ def test_every_entry_field_survives_the_round_trip(tmp_path: Path) -> None:
 
 def test_a_one_shot_rewrites_the_snapshot_only_when_much_changed(tmp_path: Path) -> None:
     """A few stale files cost a few reads next time; a rewrite costs the whole index."""
-    root = _vault(tmp_path)
-    first = _engine(root)
-    scan_with_snapshot(first)
-    path = first.config.snapshot_path
-    assert path is not None
+    root, _, path = _snapshotted(tmp_path)
     before = path.stat().st_mtime_ns
     write(root, "wiki/a.md", "## Item\ndog walk\n")
     for _ in range(2):  # not rewritten: the edited file is re-read at each start

@@ -34,7 +34,7 @@ from .. import __version__
 from ..atomic import atomic_file
 from ..config import Config
 from .engine import ApplyStats, Engine
-from .snapshot_check import SnapshotInvalid, check_header
+from .snapshot_check import SnapshotInvalid, check_header, json_of
 from .snapshot_columns import Loaded, engine_sections, load_sections
 from .vault import iter_notes
 
@@ -163,7 +163,7 @@ def _read(fh: BinaryIO, engine: Engine, known: set[str]) -> Loaded:
     raw_header = fh.read(header_len)
     if zlib.crc32(raw_header) != header_crc:
         raise SnapshotInvalid("the header is torn or corrupt")
-    header = _json(raw_header, "header")
+    header = json_of(raw_header, "header")
     table = check_header(header, settings_of(engine.config, engine), size - tail - header_len)
 
     def section(name: str) -> bytes:
@@ -186,13 +186,6 @@ def _read(fh: BinaryIO, engine: Engine, known: set[str]) -> Loaded:
     if header["counts"] != {"files": len(loaded.files), "entries": loaded.entries}:
         raise SnapshotInvalid("counts disagree with the file table")
     return loaded
-
-
-def _json(blob: bytes, what: str) -> object:
-    try:
-        return json.loads(blob)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise SnapshotInvalid(f"{what}: not JSON ({exc})") from None
 
 
 # ---------------------------------------------------------------------------- using it

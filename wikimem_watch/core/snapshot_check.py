@@ -9,6 +9,7 @@ a few milliseconds per 100k entries and make no object per entry.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,14 @@ _P = np.uint64(0x100000001B3)  # FNV prime: odd, so the row hash below mixes eve
 
 class SnapshotInvalid(ValueError):
     """The snapshot is not to be trusted; the message says why."""
+
+
+def json_of(blob: bytes, what: str) -> object:
+    """A section or header read as JSON; anything else is ``SnapshotInvalid``."""
+    try:
+        return json.loads(blob)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise SnapshotInvalid(f"{what}: not JSON ({exc})") from None
 
 
 def _fail(what: str) -> SnapshotInvalid:

@@ -37,6 +37,7 @@ from .snapshot_check import (
     check_strings,
     check_terms,
     check_text_hash,
+    json_of,
 )
 from .store import EntryStore
 
@@ -187,18 +188,11 @@ def _posting_chunks(index: Bm25Index) -> Iterator[Chunk]:
 # ----------------------------------------------------------------------------- reading
 
 
-def _json(blob: bytes, what: str) -> object:
-    try:
-        return json.loads(blob)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise SnapshotInvalid(f"{what}: not JSON ({exc})") from None
-
-
 def load_sections(
     section: Callable[[str], bytes], names: set[str], is_note: Callable[[str], bool], config: Config
 ) -> Loaded:
     """Check every section and build the file table, the entry store and the index."""
-    paths = check_paths(_json(section("files.paths"), "file paths"), is_note)
+    paths = check_paths(json_of(section("files.paths"), "file paths"), is_note)
     n_files = len(paths)
     stat = array_of(section("files.stat"), "<i8", n_files, "file stats", 2)
     racy = array_of(section("files.racy"), "u1", n_files, "file stats")
@@ -206,7 +200,7 @@ def load_sections(
     text_hashes = check_text_hash(section("files.hash"), n_files)
     counts = array_of(section("files.entries"), "<i4", n_files, "file entry counts")
     n = check_counts(counts, "file entry counts")
-    extra = check_file_extra(_json(section("files.extra"), "file warnings"), paths, is_note)
+    extra = check_file_extra(json_of(section("files.extra"), "file warnings"), paths, is_note)
     titles = _strings(section, "files.title", n_files, optional=True)
     aliases = _list(section, "files.aliases", n_files, 1, False)
 
@@ -223,7 +217,7 @@ def load_sections(
         setattr(store, name, _strings(section, f"e.{name}", n, optional=optional))
     for name, (fields, flags) in LISTS.items():
         setattr(store, name, _list(section, f"e.{name}", n, fields, flags, optional=name))
-    store.overrides = check_overrides(_json(section("e.overrides"), "entry overrides"), n)
+    store.overrides = check_overrides(json_of(section("e.overrides"), "entry overrides"), n)
     file_of = np.repeat(np.arange(n_files, dtype=np.int64), counts)
     key_blob, key_sizes = store.key.gather(np.arange(n, dtype=np.int64))
     check_keys(key_blob, key_sizes, file_of)
@@ -257,7 +251,7 @@ def load_sections(
         )
         start += per_file[row]
 
-    terms = check_terms(_json(section("terms"), "terms"))
+    terms = check_terms(json_of(section("terms"), "terms"))
     term_counts = array_of(section("term_counts"), "<i4", len(terms), "term counts")
     post_slots = _int32s(section("post_slots"))
     post_tfs = _int32s(section("post_tfs"))
