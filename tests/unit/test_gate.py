@@ -293,3 +293,25 @@ def test_a_question_is_answered_by_the_entry_after_it(tmp_path: Path) -> None:
     plain = Engine(load_config(tmp_path, {"question_context": False}))
     plain.scan()
     assert hits(ask(plain, q="我喜欢哪些菜系？", now=now))[0]["id"] == "diary/2026-11-02.md#20:00"
+
+
+def test_an_answer_ranks_above_the_question_that_announced_it(tmp_path: Path) -> None:
+    files = {
+        "diary/2026-11-05.md": "## 20:00\n用户: 今天遇到了一个麻烦，心里很烦。\n\n"
+        "AI: 别着急，是什么麻烦呢？\n\n"
+        "## 20:01\n用户: 我的自行车在公司楼下被偷了。\n\nAI: 太可惜了，先去报警吧。\n",
+        "diary/2026-11-06.md": "## 09:00\nI had a problem at work today and it was annoying. "
+        "What kind of problem?\n\n## 09:01\nThe build server went down before the release, so "
+        "we had a problem shipping.\n",
+    }
+    engine = engine_for(tmp_path, files)
+    now = "2026-11-25T12:00:00"
+    told = {"我遇到的麻烦是什么？": "diary/2026-11-05.md#20:01"}
+    told["what problem did I have at work"] = "diary/2026-11-06.md#09:01"
+    for q, answer in told.items():
+        got = ask(engine, q=q, now=now, explain=True)
+        assert [h["id"] for h in hits(got)][:2] == [answer, answer.replace(":01", ":00")]
+        assert hits(got)[0]["explain"]["weights"]["question"] == 0.6
+        # With the entry before weighing as any neighbour does, the question wins.
+        even = ask(engine, q=q, now=now, weights={"question": 0.3})
+        assert hits(even)[0]["id"] == answer.replace(":01", ":00")

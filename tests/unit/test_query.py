@@ -117,7 +117,7 @@ def test_explain_reports_each_signal(example_engine: Engine) -> None:
     explain = hit["explain"]
     assert isinstance(explain, dict)
     assert explain["bm25_raw"] > 0 and explain["bm25_norm"] == 1.0
-    assert set(explain["weights"]) == {"bm25", "vector", "recency", "previous"}
+    assert set(explain["weights"]) == {"bm25", "vector", "recency", "previous", "question"}
     assert explain["matched_terms"] == ["dentist"]
 
 

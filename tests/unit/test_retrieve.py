@@ -64,3 +64,7 @@ def test_with_previous_reads_the_score_of_the_candidate_before() -> None:
     assert got.tolist() == [0.0, 1.0, 0.0, 2.0]
     assert with_previous(slots, raw, prev, 0.0).tolist() == [0.0] * 4
     assert with_previous(slots[:0], raw[:0], prev, 0.5).size == 0
+    # An entry before that ended with a question gives its answer the ``question`` share.
+    asks = np.array([False, False, True, False, False, False])
+    assert with_previous(slots, raw, prev, 0.5, asks, 1.5).tolist() == [0.0, 1.0, 0.0, 6.0]
+    assert with_previous(slots, raw, prev, 0.0, asks, 1.5).tolist() == [0.0, 0.0, 0.0, 6.0]

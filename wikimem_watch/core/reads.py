@@ -94,6 +94,10 @@ class EngineReads:
         """Per slot, the slot of the diary entry before it in its file (-1: none)."""
         return self.store.prev
 
+    def asks(self) -> npt.NDArray[np.bool_]:
+        """Per slot, whether the diary entry ends with a question (the next one answers it)."""
+        return self.store.asks
+
     def vector_key(self, slot: int) -> str:
         """The vector cache key of the entry at ``slot``."""
         return self._vector_key[slot]

@@ -101,6 +101,7 @@ def engine_sections(engine: Engine) -> Iterator[tuple[str, Payload]]:
     yield "files.aliases.0.sizes", sizes
     yield "e.line", store.line[order].astype("<i4").tobytes()
     yield "e.minute", store.minute[order].astype("<i2").tobytes()
+    yield "e.asks", store.asks[order].astype(np.uint8).tobytes()
     yield "e.epoch", store.epoch[order].astype("<f8").tobytes()
     yield "e.hash", store.hash[order].tobytes()
     for name in STRINGS:
@@ -209,6 +210,9 @@ def load_sections(
     check_range(store.line, 1, 2**31 - 1, "entry lines")
     store.minute = array_of(section("e.minute"), "<i2", n, "entry times").astype(np.int16)
     check_range(store.minute, -1, 1439, "entry times")
+    asks = array_of(section("e.asks"), "u1", n, "question flags")
+    check_range(asks, 0, 1, "question flags")
+    store.asks = asks.astype(bool)
     store.epoch = array_of(section("e.epoch"), "<f8", n, "entry times").astype(np.float64)
     if np.isinf(store.epoch).any():
         raise SnapshotInvalid("entry times: an infinite value")
@@ -229,6 +233,8 @@ def load_sections(
     store.wiki = store.day == 0
     if (store.minute[store.wiki] != -1).any():
         raise SnapshotInvalid("a wiki item has a diary time")
+    if store.asks[store.wiki].any():
+        raise SnapshotInvalid("a wiki item has a question flag")
     store.prev = np.full(n, -1, dtype=np.int32)
     store.next = np.full(n, -1, dtype=np.int32)
     per_file = counts.tolist()
@@ -302,6 +308,7 @@ def _expected_names() -> list[str]:
     names = ["files.paths", "files.stat", "files.racy", "files.hash", "files.entries"]
     names += ["files.extra", "files.title", "files.title.sizes", "files.aliases.count"]
     names += ["files.aliases.0", "files.aliases.0.sizes", "e.line", "e.minute", "e.epoch"]
+    names += ["e.asks"]
     names += ["e.hash", "e.overrides", "post_slots", "post_tfs", "terms", "term_counts"]
     for name in STRINGS:
         names += [f"e.{name}", f"e.{name}.sizes"]

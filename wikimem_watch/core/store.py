@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .columns import I64, ListColumn, StrColumn
-from .facts import entry_epoch_days
+from .facts import entry_epoch_days, trailing_question
 from .models import Entry, Link
 
 _WIKIMEM = 2  # link flag bits: 1 = embed, 2 = wikimem style
@@ -113,6 +113,8 @@ class EntryStore:
         # The diary entries before and after each one in its file (-1: none): ADR-0009.
         self.prev = np.zeros(0, dtype=np.int32)
         self.next = np.zeros(0, dtype=np.int32)
+        # The entry ends with a question, which the entry after it answers: ADR-0009 §10.
+        self.asks = np.zeros(0, dtype=bool)
         self.key = StrColumn()  # the id after the path: "#heading", "#heading~2", "" ...
         self.heading = StrColumn()
         self.text = StrColumn()
@@ -148,6 +150,7 @@ class EntryStore:
         self.hash = _grown(self.hash, rows, 0)
         self.prev = _grown(self.prev, rows, -1)
         self.next = _grown(self.next, rows, -1)
+        self.asks = _grown(self.asks, rows, False)
         for col in self._strings():
             col.grow(rows)
         for lst in (self.tags, self.links):
@@ -182,6 +185,7 @@ class EntryStore:
         self.minute[rows] = [_minute_of(e) for e in entries]
         self.day[rows] = [_day_of(e) for e in entries]
         self.wiki[rows] = [e.kind == "wiki" for e in entries]
+        self.asks[rows] = [e.kind == "diary" and bool(trailing_question(e.text)) for e in entries]
         self.epoch[rows] = [entry_epoch_days(e) for e in entries]
         self.key.put(rows, keys)
         self.heading.put(rows, [e.heading for e in entries])
@@ -219,6 +223,7 @@ class EntryStore:
             self.aliases[slot] = ()
         self.day[rows] = 0
         self.wiki[rows] = False
+        self.asks[rows] = False
         self.epoch[rows] = np.nan
         self.minute[rows] = -1
         for col in self._strings():

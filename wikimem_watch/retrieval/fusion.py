@@ -24,6 +24,7 @@ class Weights:
     vector: float = 0.0
     recency: float = 0.0
     previous: float = 0.0
+    question: float = 0.0  # ``previous`` when the entry before asked a question (ADR-0009 §10)
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -31,6 +32,7 @@ class Weights:
             "vector": self.vector,
             "recency": self.recency,
             "previous": self.previous,
+            "question": self.question,
         }
 
 
@@ -62,21 +64,33 @@ def normalise_minmax(raw: F64, present: npt.NDArray[np.bool_] | None = None) -> 
     return out
 
 
-def with_previous(slots: I64, raw: F64, prev: npt.NDArray[np.int32], weight: float) -> F64:
-    """``weight`` × the BM25 score of the entry before each candidate in its day file.
+def with_previous(
+    slots: I64,
+    raw: F64,
+    prev: npt.NDArray[np.int32],
+    weight: float,
+    asks: npt.NDArray[np.bool_] | None = None,
+    question: float = 0.0,
+) -> F64:
+    """``weight`` × the BM25 score of the entry before each candidate in its day file, or
+    ``question`` × that score when the entry before ended with a question (``asks``).
 
     A diary entry is read with the one before it, as its vector is (ADR-0008): "Yes, twice!"
-    answers the question above it. ``slots`` are the candidates, ascending; ``prev`` maps
-    every slot to the slot before it (-1: none). Only candidates (entries that match the
-    query themselves) get the term: the entry before sharpens a match, it never makes one.
-    Costs O(candidates · log candidates), whatever the size of the index.
+    answers the question above it, and an answer owes more to its question than to an
+    ordinary neighbour. ``slots`` are the candidates, ascending; ``prev`` (and ``asks``) are
+    per slot (-1: no entry before). Only candidates (entries that match the query themselves)
+    get the term: the entry before sharpens a match, it never makes one. Costs
+    O(candidates · log candidates), whatever the size of the index.
     """
-    if weight <= 0 or slots.size == 0:
+    if (weight <= 0 and question <= 0) or slots.size == 0:
         return np.zeros(slots.size)
     before = prev[slots]
     at = np.minimum(np.searchsorted(slots, before), slots.size - 1)
     found = (before >= 0) & (slots[at] == before)
-    return np.where(found, weight * raw[at], 0.0)
+    share = np.full(slots.size, weight)
+    if asks is not None:
+        share[found & asks[np.maximum(before, 0)]] = question
+    return np.where(found, share * raw[at], 0.0)
 
 
 def recency(age_days: F64, half_life_days: float) -> F64:

@@ -127,7 +127,9 @@ def _ranked(
     scored = (slots, own)  # every match, before the filters: what link context is chosen by
     day, is_wiki, epoch = engine.slot_arrays()
     weights = _weights(engine, req)
-    prior = with_previous(slots, own, engine.previous_slots(), weights.previous)
+    prior = with_previous(
+        slots, own, engine.previous_slots(), weights.previous, engine.asks(), weights.question
+    )
     keep = _filter(engine, req, slots)
     if gate is not None and gate.source == "explicit":
         keep &= is_wiki[slots] | _inside(engine, gate, slots)  # the caller said which days
@@ -197,9 +199,10 @@ def _weights(engine: Engine, req: QueryRequest) -> Weights:
         "vector": c.weight_vector,
         "recency": c.weight_recency,
         "previous": c.weight_previous,
+        "question": c.weight_question,
     }
     w.update(req.weights or {})
-    return Weights(w["bm25"], w["vector"], w["recency"], w["previous"])
+    return Weights(w["bm25"], w["vector"], w["recency"], w["previous"], w["question"])
 
 
 def _filter(engine: Engine, req: QueryRequest, slots: I64) -> B1:
