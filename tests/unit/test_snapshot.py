@@ -33,6 +33,7 @@ def _age(root: Path) -> None:
 def _vault(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
     write(root, "diary/2026-01-01.md", "## 09:00\ncat tea [[wiki/a]]\n\n## 10:00\nmoon 火锅\n")
+    write(root, "diary/2026-01-02.md", "## 09:00\nwhich tea today?\n\n## 09:05\ngreen tea\n")
     write(root, "wiki/a.md", "---\naliases: [Alpha]\ntags: [x]\n---\n## Item\ncat run #tag\n")
     write(root, "notes/b.md", "# Bee\nprose <!-- wikimem: owner=me | ts=2026-01-01T09:00 -->\n")
     (root / "notes" / "bad.md").write_bytes(b"caf\xe9 broken utf8")
@@ -72,8 +73,15 @@ def assert_same(got: Engine, want: Engine) -> None:
     assert {k: v.text_hash for k, v in got.files.items()} == {
         k: v.text_hash for k, v in want.files.items()
     }
-    for q in ("cat", "火锅 moon", "prose alpha", "broken"):
+    for q in ("cat", "火锅 moon", "prose alpha", "broken", "tea"):
         assert _scores(got, q) == _scores(want, q)
+    assert _asks(got) == _asks(want)
+
+
+def _asks(engine: Engine) -> dict[str, bool]:
+    """Entry id → "ends with a question" (ADR-0009 §10), which a snapshot must keep."""
+    slots = [s for record in engine.files.values() for s in record.slots]
+    return {engine.slot_id(s): bool(engine.asks()[s]) for s in slots}
 
 
 def test_a_restored_engine_equals_a_fresh_scan_and_rereads_nothing(tmp_path: Path) -> None:
@@ -334,7 +342,7 @@ def test_snapshot_off_writes_nothing(tmp_path: Path) -> None:
     engine = _engine(root, snapshot=False)
     assert engine.config.snapshot_path is None
     scan_with_snapshot(engine)
-    assert len(engine.files) == 4
+    assert len(engine.files) == 5
     assert not list(Path(os.environ["XDG_CACHE_HOME"]).rglob("index.snapshot"))
 
 
