@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import socketserver
 import subprocess
@@ -270,3 +271,28 @@ def test_a_command_a_daemon_answers_builds_one_parser_and_imports_only_the_clien
     # the daemon answered on the default socket: the lock (hashed name, maybe in the temp
     # dir) was never looked up
     assert not {"hashlib", "tempfile"} & set(loaded)
+
+
+def test_a_one_shot_query_from_a_valid_snapshot_loads_no_markdown_yaml_or_http(
+    tmp_path: Path,
+) -> None:
+    # A start from the index snapshot parses no note and embeds nothing, so markdown-it,
+    # PyYAML and urllib.request stay unloaded (ADR-0019, "Start from a snapshot").
+    vault = tmp_path / "vault"
+    notes = {
+        "diary/2026-01-01.md": "## 09:00\ncat tea\n",
+        "wiki/a.md": "---\ntags: [x]\n---\n## Item\ntea run\n",  # front matter: YAML
+        "notes/b.md": "# Bee\n```\n## not a heading\n```\ntea\n",  # a fence: markdown-it
+    }
+    for rel, text in notes.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(text, encoding="utf-8")
+        old = 1_700_000_000  # long before now: no file is racy, so none is read again
+        os.utime(vault / rel, (old, old))
+    argv = ("query", "--vault", str(vault), "--in-process", "--json", "tea")
+    cold, _ = run_cli(*argv)  # scans, then writes the snapshot
+    assert {"markdown_it", "yaml"} <= set(cold["modules"]), "the control parsed nothing"
+    warm, out = run_cli(*argv)
+    assert warm["code"] == 0 and len(json.loads(out)["hits"]) == 3, out
+    loaded = {"markdown_it", "yaml", "urllib.request"} & set(warm["modules"])
+    assert not loaded, f"a start from the snapshot imported {sorted(loaded)}"

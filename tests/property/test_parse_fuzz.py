@@ -17,7 +17,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from wikimem_watch.core.headings import _MD, _atx_heading
+from wikimem_watch.core.headings import _atx_heading, markdown_parser
 from wikimem_watch.core.parse import parse_meta, parse_note, strip_meta
 
 RISKY = "> quote\n\n"  # sends a note through markdown-it instead of the fast line scan
@@ -114,7 +114,7 @@ ATX_PIECES = ["#", "##", " ", "\t", "a", "\\", "#a", " #", "x y"]
 @example("## a #")
 @example("##\ta")
 def test_atx_heading_rule_equals_markdown_it(line: str) -> None:
-    tokens = _MD.parse(line)
+    tokens = markdown_parser().parse(line)
     expected = next(
         (
             (int(tok.tag[1]), tokens[i + 1].content.strip())

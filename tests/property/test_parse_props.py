@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wikimem_watch.core.headings as headings_module
-from wikimem_watch.core.headings import _MD, headings
+from wikimem_watch.core.headings import headings, markdown_parser
 from wikimem_watch.core.parse import _sections, parse_note
 
 # Lines a diary or note commonly holds (most take the fast line scan).
@@ -28,7 +28,7 @@ DOCS = st.lists(st.sampled_from(COMMON + RISKY), max_size=25).map("\n".join)
 
 
 def markdown_it_headings(body: str) -> list[tuple[int, int, str]]:
-    tokens = _MD.parse(body)
+    tokens = markdown_parser().parse(body)
     return [
         (tok.map[0], int(tok.tag[1]), tokens[i + 1].content.strip())
         for i, tok in enumerate(tokens)

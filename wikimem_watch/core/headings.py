@@ -9,11 +9,11 @@ here, so a ``## `` inside a code fence is text for both.
 from __future__ import annotations
 
 import re
+from functools import cache
 
-from markdown_it import MarkdownIt
-
-# Only block structure matters (which lines are headings), so inline parsing is switched off.
-_MD = MarkdownIt("commonmark").disable(["inline", "text_join"])
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 # Lines after which a "## " line might not be a top-level heading (code, HTML, quotes,
 # setext underlines, indented headings that may belong to a list item, indented code).
 # A one-line <!-- comment --> is safe: it cannot hide a line.
@@ -57,7 +57,7 @@ def heading_spans(body: str) -> list[tuple[int, int, str, int]]:
             if not start:
                 break
         return out
-    tokens = _MD.parse(body)
+    tokens = markdown_parser().parse(body)
     line_starts: list[int] | None = None
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.level == 0 and tok.map is not None:
@@ -66,6 +66,16 @@ def heading_spans(body: str) -> list[tuple[int, int, str, int]]:
             line = tok.map[0]
             out.append((line, int(tok.tag[1]), tokens[i + 1].content.strip(), line_starts[line]))
     return out
+
+
+@cache
+def markdown_parser() -> MarkdownIt:
+    """The CommonMark parser, built on first use: importing markdown-it costs a start ~25 ms,
+    and a start from the index snapshot (or a note with nothing risky) never needs it."""
+    from markdown_it import MarkdownIt
+
+    # Only block structure matters (which lines are headings), so inline parsing is off.
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
 
 
 def _risky(body: str) -> bool:

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import PurePosixPath
 
-import yaml
-
 from .headings import heading_spans
 from .models import Entry, Kind, Link, ParsedNote
 
@@ -112,6 +110,8 @@ def _split_front_matter(text: str) -> tuple[dict[str, object], int, list[str]]:
         return {}, lines, [f"front matter over {MAX_FRONT_MATTER_BYTES // 1024} KiB; not read"]
     if _flow_depth(raw) > MAX_FRONT_MATTER_DEPTH:
         return {}, lines, [f"front matter nests deeper than {MAX_FRONT_MATTER_DEPTH}; not read"]
+    import yaml  # here: importing it costs ~10 ms, and a start from the snapshot reads no note
+
     try:
         data = yaml.safe_load(raw)
     except (yaml.YAMLError, RecursionError) as exc:

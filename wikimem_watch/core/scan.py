@@ -26,7 +26,6 @@ import dataclasses
 import fcntl
 import io
 import logging
-import multiprocessing
 import os
 import pickle
 import select
@@ -38,9 +37,11 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from multiprocessing.process import BaseProcess
 from operator import attrgetter
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +182,8 @@ class _Shared(Generic[T, R]):
     # ------------------------------------------------------------------ the caller
 
     def _start(self) -> None:
+        import multiprocessing  # here: ~5 ms to import, and only a cold scan forks a helper
+
         commands_r, commands_w = os.pipe()
         replies_r, replies_w = os.pipe()
         proc = multiprocessing.get_context("fork").Process(

@@ -111,9 +111,10 @@ class VaultScans:
         with ``follow_external_symlinks`` is watched by this walk only (ADR-0011)."""
         out: dict[str, StatKey] = {}
         linked_dirs: dict[str, str] = {}
+        top = os.path.join(self.config.vault, "")  # a string join per note, not a Path
         for rel in iter_notes(self.config.vault, self.engine.note_filter, linked_dirs):
             try:
-                st = os.stat(self.config.vault / rel)
+                st = os.stat(top + (rel if os.sep == "/" else rel.replace("/", os.sep)))
             except OSError:
                 continue
             out[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)

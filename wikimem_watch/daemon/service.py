@@ -29,7 +29,6 @@ from ..config import Config, cache_dir_problem
 from ..core.engine import ApplyStats, Engine
 from ..core.plan import plan_scan
 from ..errors import ConfigError
-from ..retrieval.query import VectorSignal
 from .journal import Journal
 from .methods import STOP_AFTER_REPLY
 from .report import index_status
@@ -53,7 +52,8 @@ from .vault_writer import VaultWriter
 from .watcher import ChangeSet, ObserverFactory, Watcher
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # loaded only when configured: a BM25-only daemon starts without them
+if TYPE_CHECKING:  # types only: the vector side and HTTP load when configured
+    from ..retrieval.query import VectorSignal
     from ..vectors.service import VectorService
     from .http import HttpEndpoint
 
@@ -79,6 +79,12 @@ class _Job:
 
 
 _STOP = object()
+
+
+def warm_query_path() -> None:
+    """Load the query path and the time parser, which ``query`` imports on first use: right
+    after the daemon is ready (~10 ms sooner without them), so a later query finds them."""
+    from ..retrieval.query import run_query  # noqa: F401
 
 
 class Daemon(VaultScans):
@@ -164,11 +170,6 @@ class Daemon(VaultScans):
         for warning in self.config.warnings:
             log.warning("config: %s", warning)
         self._prepare_cache_dir()
-        if self.cache_problem is None:
-            try:  # in-process runs on this host use the same (local/hash) embedder
-                remember_embedder(self.config)
-            except OSError as exc:
-                log.warning("cannot record the embedder in the cache dir: %s", exc)
         check_socket_path(self.socket_path)
         parent = self.socket_path.parent
         if parent == self.config.cache_path:
@@ -186,8 +187,10 @@ class Daemon(VaultScans):
         )
         lock = DaemonLock.acquire(lock_path(self.config), info)
         writer: threading.Thread | None = None
+        recorder: threading.Thread | None = None
         previous = self._install_signals()
         try:
+            recorder = self._record_embedder()
             self.server.bind()
             self.server.start()
             if self.config.http:
@@ -219,6 +222,8 @@ class Daemon(VaultScans):
                     log.warning(
                         "the writer is still busy after %.0fs; stopping anyway", WRITER_JOIN_S
                     )
+            if recorder is not None:
+                recorder.join(WRITER_JOIN_S)
             self.watcher.stop()
             self.writer.stop()
             if self.engine.vectors is not None:
@@ -299,6 +304,9 @@ class Daemon(VaultScans):
         log.info("ready: %d files, %d entries", len(self.engine.files), len(self.engine.entries))
         if self.announce is not None:
             self._announce_ready(self.announce)
+        # On a thread of its own: the writer goes on to its loop at once (a stop that comes
+        # meanwhile still saves the snapshot), and a query waits only for what it needs.
+        threading.Thread(target=warm_query_path, name="warm", daemon=True).start()
         # The snapshot is written once the writer has been idle SNAPSHOT_IDLE_S: writing
         # takes ~1.5 s per 100k entries, and edits arriving meanwhile would wait for it.
         save_at: float | None = time.monotonic() + SNAPSHOT_IDLE_S
@@ -382,6 +390,22 @@ class Daemon(VaultScans):
         if total.changed or total.removed:
             self.engine.sync_vectors()  # background; only hashes missing from the cache cost
         return total
+
+    def _record_embedder(self) -> threading.Thread | None:
+        """Record the embedder for in-process runs on this host on a thread of its own: an
+        atomic write with two fsyncs (5 ms to 0.5 s on a busy disk) that neither ``ready``
+        nor the first edit waits for."""
+        if self.cache_problem is not None:
+            return None
+        thread = threading.Thread(target=self._remember_embedder, name="record", daemon=True)
+        thread.start()
+        return thread
+
+    def _remember_embedder(self) -> None:
+        try:  # in-process runs on this host use the same (local/hash) embedder
+            remember_embedder(self.config)
+        except OSError as exc:
+            log.warning("cannot record the embedder in the cache dir: %s", exc)
 
     def _announce_ready(self, announce: Callable[[str, bool], None]) -> None:
         counts = self.engine.counts()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from datetime import date as _date
 from datetime import datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..core import edit
 from ..errors import BadRequest
@@ -39,6 +38,9 @@ def when(
     ``tz`` (an IANA name; default the system's local zone)."""
     zone = None
     if tz is not None:
+        # Here: zoneinfo loads sysconfig (~2 ms), and a daemon is ready without it.
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
         try:
             zone = ZoneInfo(tz)
         except (ZoneInfoNotFoundError, ValueError):

@@ -94,7 +94,7 @@ def open_engine(
             scan_with_snapshot(engine) if snapshot else engine.scan()
         finally:
             quiet.setLevel(before)
-    if vectors:
+    if vectors and config.embed != "none":  # the vector side loads only when configured
         from ..vectors.service import open_vectors
 
         engine.vectors = open_vectors(config)

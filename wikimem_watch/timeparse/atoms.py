@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .vocab import CN, MONTH_NO, WD_EN, alt, num, plain
+from .vocab import CN, MONTH_NO, WD_EN, LazyPattern, alt, num, plain
 
 NUM_ZH = rf"(?:[0-9]{{1,4}}|[{CN}]{{1,3}})"
 DAY_ZH = rf"(?:[0-9]{{1,2}}|[{CN}]{{1,3}})"
@@ -25,7 +25,7 @@ EN_MD = rf"(?:(?:{WD}),?\s+)?(?P<mn>{MON})\.?\s+(?:the\s+)?{DAY}(?:,?\s+{YEAR})?
 EN_DM = rf"(?:(?:{WD}),?\s+)?(?:the\s+)?{DAY}\s+(?:of\s+)?(?P<mn>{MON})(?![a-z])\.?(?:,?\s+{YEAR})?"
 EN_MY = rf"(?P<mn>{MON})\.?,?\s+(?:of\s+)?{YEAR}"
 BARE_DAY = rf"(?:(?P<zd>{DAY_ZH})[日号]|{DAY}(?:,?\s+{YEAR})?)"
-_ATOMS = [re.compile(p, re.I) for p in (ISO, ZH_MD, EN_MD, EN_DM, EN_MY, BARE_DAY)]
+_ATOMS = [LazyPattern(p, re.I) for p in (ISO, ZH_MD, EN_MD, EN_DM, EN_MY, BARE_DAY)]
 ATOM = "|".join(plain(p) for p in (ISO, ZH_MD, EN_MD, EN_DM, EN_MY))
 # "between A and B", "from A to B", "A - B", "从A到B"; B may be a bare day ("August 11-15"),
 # and A may be one when B names the month ("between 20 and 22 November", "20-22 Nov 2023").

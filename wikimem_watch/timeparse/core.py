@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import en, resolvers, zh
 from .resolvers import Resolver
+from .vocab import LazyPattern
 from .window import Days, TimeWindow
 
 # Tried at every position; the earliest match wins, then the longest, then the first here.
@@ -23,7 +24,7 @@ from .window import Days, TimeWindow
 CJK, LATIN = ("<cjk>",), ("<latin>",)
 _DIGITS = tuple("0123456789")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_TABLE: list[tuple[tuple[str, ...], re.Pattern[str], Resolver]] = [
+_TABLE: list[tuple[tuple[str, ...], LazyPattern, Resolver]] = [
     (CJK, zh.BLOCK, resolvers.blocked),
     (LATIN, en.BLOCK, resolvers.blocked),
     (_DIGITS + ("月", "日", "号"), en.DATE_RANGE, resolvers.date_range),
@@ -53,7 +54,7 @@ _TABLE: list[tuple[tuple[str, ...], re.Pattern[str], Resolver]] = [
     (_MONTHS, en.MONTH_IN, resolvers.month_alone),
     (_MONTHS, en.MONTH_REL, resolvers.month_of_year_word),
 ]
-Rules = list[tuple[re.Pattern[str], Resolver]]
+Rules = list[tuple[LazyPattern, Resolver]]
 RULES: Rules = [(pattern, resolve) for _, pattern, resolve in _TABLE]
 _NEEDLED = [(frozenset(needles), pattern, resolve) for needles, pattern, resolve in _TABLE]
 _NEEDLES = sorted({n for needles, _, _ in _TABLE for n in needles} - {*CJK, *LATIN})

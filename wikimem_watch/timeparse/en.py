@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from .atoms import EN_DM, EN_MD, EN_MY, RANGE, WD, YEAR
-from .vocab import EN_TENS, EN_UNITS, alt, plain
+from .vocab import EN_TENS, EN_UNITS, LazyPattern, alt, plain
 
 TOD_EN = r"(?:\s+(?:in\s+the\s+)?(?P<tod>morning|afternoon|evening|night))?"
 _UNITS = alt(EN_UNITS[1:10])
@@ -17,9 +17,9 @@ _NUM = rf"(?:[0-9]{{1,4}}|(?:{alt(EN_TENS)})(?:[-\s](?:{_UNITS}))?|{alt(EN_UNITS
 _PRE = r"(?:(?:on|in|during)\s+)?"  # inside the span, so `rest` loses the preposition too
 
 
-def bounded(pattern: str) -> re.Pattern[str]:
+def bounded(pattern: str) -> LazyPattern:
     """English rules: case-insensitive, bounded by non-alphanumerics on both sides."""
-    return re.compile(rf"(?<![a-z0-9])(?:{pattern})(?![a-z0-9])", re.I)
+    return LazyPattern(rf"(?<![a-z0-9])(?:{pattern})(?![a-z0-9])", re.I)
 
 
 # Holidays and other names built on a weekday: "Good Friday" is no recent Friday.
@@ -34,15 +34,15 @@ BLOCK = bounded(
     rf"|{_HOLIDAY}\s+(?:{WD})"
 )
 # Context around an expression: "since May 3" runs to today; "before May 3" is no window.
-SINCE_BEFORE = re.compile(r"(?<![a-z])(?:ever\s+)?since\s+$", re.I)
-FROM_BEFORE = re.compile(r"(?<![a-z])from\s+$", re.I)
-TO_NOW_AFTER = re.compile(
+SINCE_BEFORE = LazyPattern(r"(?<![a-z])(?:ever\s+)?since\s+$", re.I)
+FROM_BEFORE = LazyPattern(r"(?<![a-z])from\s+$", re.I)
+TO_NOW_AFTER = LazyPattern(
     r"\s+(?:to|until|till|through|up\s+to)\s+(?:now|today|date|(?:the\s+)?present)(?![a-z0-9])",
     re.I,
 )
-OPEN_BEFORE = re.compile(r"(?<![a-z])(?:after|before|until|till|prior\s+to)\s+$", re.I)
+OPEN_BEFORE = LazyPattern(r"(?<![a-z])(?:after|before|until|till|prior\s+to)\s+$", re.I)
 # "my last 3 days in Paris", "her past two weeks": a period of something else, not of now.
-OWNER_BEFORE = re.compile(r"(?<![a-z])(?:my|our|your|his|her|their|its|those|these)\s+$", re.I)
+OWNER_BEFORE = LazyPattern(r"(?<![a-z])(?:my|our|your|his|her|their|its|those|these)\s+$", re.I)
 
 DATE_RANGE = bounded(RANGE)
 REL = bounded(
@@ -83,7 +83,7 @@ MONTH_REL = bounded(rf"(?P<w>last|this)\s+(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}"
 AMBIGUOUS_MONTHS = frozenset({"may", "march", "mar", "august"})
 # "since May said", "a friend of June told me": a month name followed by such a verb is a
 # person.
-NAME_VERB_AFTER = re.compile(
+NAME_VERB_AFTER = LazyPattern(
     r"\s+(?:said|says|told|tells|asked|asks|thinks|thought|wants|wanted|went|came|called|"
     r"texted|sent|gave|got|bought|made|took|likes|liked|loves|loved|mentioned|suggested|"
     r"replied|wrote|visited)(?![a-z])"
@@ -91,8 +91,8 @@ NAME_VERB_AFTER = re.compile(
 # "the Sunday Times", "a Friday market", "Monday's meeting": a weekday used as a name or an
 # adjective. And a capitalised weekday directly followed by a capitalised word that is not a
 # time word is a name ("Sunday Times", "Monday Night Football"); "Monday Morning" is a time.
-ARTICLE_BEFORE = re.compile(r"(?<![a-z])(?:the|a|an)\s+$", re.I)
-CAPITALISED_AFTER = re.compile(
+ARTICLE_BEFORE = LazyPattern(r"(?<![a-z])(?:the|a|an)\s+$", re.I)
+CAPITALISED_AFTER = LazyPattern(
     r" (?:(?:Morning|Afternoon|Evening|Night) )?"
     r"(?!(?:Morning|Afternoon|Evening|Night|I|I'm|I've|I'd|I'll)(?![A-Za-z'])"
     rf"|(?i:{_MONTH_NAME}|{WD})(?![a-z]))[A-Z]"

@@ -6,10 +6,8 @@ Patterns only; what each match means is decided in ``resolvers``.
 
 from __future__ import annotations
 
-import re
-
 from .atoms import DAY_ZH, ISO, NUM_ZH, YEAR, ZH_MD
-from .vocab import CN, REL_DAY, REL_TOD, TOD, alt, plain
+from .vocab import CN, REL_DAY, REL_TOD, TOD, LazyPattern, alt, plain
 
 TOD_ZH = rf"(?:的?(?P<tod>{alt([w for w in TOD if not w.isascii()])}))?"
 # After 上周一/周日…: 上周一共 (in all), 上周三次 (three times), 上周日记 (diary) are no days.
@@ -34,18 +32,18 @@ _BLOCK_PHRASES = (
     r"先天(?:和|与|或|跟|及|、|还是)?后天|后天(?:形成|习得|培养|因素|环境)|这周到[的地]"
 )
 _COUNTED_WEEKS = r"[0-9一两二三四五六七八九十几半整每]+个?(?:周|星期|礼拜)"  # 一周三次, 每周三
-BLOCK = re.compile(rf"{_BLOCK_PHRASES}|{alt(_BLOCK_WORDS)}|{_COUNTED_WEEKS}")
+BLOCK = LazyPattern(rf"{_BLOCK_PHRASES}|{alt(_BLOCK_WORDS)}|{_COUNTED_WEEKS}")
 
 # Context around an expression. "自从X", "X以来", "从X开始", "X至今" run from X to today;
 # "X之后", "X之前", "X左右" are open-ended or vague: no window.
-SINCE_BEFORE, FROM_BEFORE = re.compile(r"自从$"), re.compile(r"(?:从|自)$")
-SINCE_AFTER = re.compile(r"以来|至今|到现在|到如今|到目前为止|到目前|到今天为止")
-ON_AFTER = re.compile(r"开始|起(?![床来身码初先])")
-LATER_AFTER = re.compile(r"以后|之后")
-OPEN_AFTER = re.compile(r"以后|之后|之前|以前|前后|左右")
+SINCE_BEFORE, FROM_BEFORE = LazyPattern(r"自从$"), LazyPattern(r"(?:从|自)$")
+SINCE_AFTER = LazyPattern(r"以来|至今|到现在|到如今|到目前为止|到目前|到今天为止")
+ON_AFTER = LazyPattern(r"开始|起(?![床来身码初先])")
+LATER_AFTER = LazyPattern(r"以后|之后")
+OPEN_AFTER = LazyPattern(r"以后|之后|之前|以前|前后|左右")
 
-REL = re.compile(rf"(?P<rel>{alt(w for w in (*REL_DAY, *REL_TOD) if not w.isascii())}){TOD_ZH}")
-AGO = re.compile(
+REL = LazyPattern(rf"(?P<rel>{alt(w for w in (*REL_DAY, *REL_TOD) if not w.isascii())}){TOD_ZH}")
+AGO = LazyPattern(
     rf"(?<![0-9{CN}百千万几])(?P<n>{NUM_ZH})(?P<u>天|日|个?(?:周|星期|礼拜)|个月|年)(?:之|以)?前"
 )
 # 上周, 上上个星期, 这周三, 上周末, 上周一到周三 (but not 这周围, 本周期)
@@ -54,13 +52,13 @@ _WD_SPAN = (
     r"(?:[到至~-](?:周|星期|礼拜)?(?P<wd2>[一二三四五六日天]))?"
 )
 # 上周的周三, 上个星期的星期三, 上周周末 name the day inside that week too.
-WEEK = re.compile(
+WEEK = LazyPattern(
     r"(?P<w>上上|下下|上|下|本|这)个?(?:周|星期|礼拜)(?![期刊报围边岁全密转旋详])"
     rf"(?:(?:的?周)?(?P<end>末)|(?:的?(?:周|星期|礼拜))?{_WD_SPAN}{TOD_ZH})?"
 )
-WEEKDAY = re.compile(rf"(?:周|星期|礼拜){_WD_SPAN}{TOD_ZH}")
+WEEKDAY = LazyPattern(rf"(?:周|星期|礼拜){_WD_SPAN}{TOD_ZH}")
 # 上个月, 这个月, 上个月15号 (but not 这个月饼); 去年, 前年 (but not 去年轻化)
-MONTH = re.compile(
+MONTH = LazyPattern(
     r"(?P<w>上上|上|这|本|下)个?(?P<u>月)(?![饼亮光球季嫂票台牙子历色])"
     rf"(?:(?P<d>{DAY_ZH})[号日](?![0-9]))?"
 )
@@ -68,27 +66,27 @@ MONTH = re.compile(
 _MONTH = r"(?P<m>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
 _MONTH_END = rf"月份?(?![0-9{CN}日号饼亮光球季嫂票台牙子历色])"
 # 去年, 前年 (but not 去年轻化); 去年10月, 今年五月份, 去年5月3日
-YEAR_REL = re.compile(
+YEAR_REL = LazyPattern(
     r"(?P<w>大前|前|去|今|明)(?P<u>年)(?![轻纪代龄级华头])"
     rf"(?:的?{_MONTH}(?:{_MONTH_END}|月(?P<d>{DAY_ZH})[日号](?![楼线])))?"
 )
 # 十月, 10月, 10月份: the most recent such month (not 23年5月, a two-digit year)
-MONTH_ALONE = re.compile(rf"(?<![0-9年{CN}个第每]){_MONTH}{_MONTH_END}")
+MONTH_ALONE = LazyPattern(rf"(?<![0-9年{CN}个第每]){_MONTH}{_MONTH_END}")
 # 过去三天, 最近7天, 近一周, 过去两个星期, 最近一个月, 过去一年里, 这三天: rolling, to today.
-ROLLING = re.compile(
+ROLLING = LazyPattern(
     rf"(?:过去|最近|(?<![将接附临靠逼贴亲])近)(?:的|这)?(?P<n>{NUM_ZH})"
     r"(?P<u>天|日|个?(?:周|星期|礼拜)|个月|年)(?:来|里|内|以来|之内|当中|中)?"
     rf"|这(?P<n3>{NUM_ZH})(?P<u3>天)(?:来|里|内|以来|当中|中)?"
 )
 # 2023年, 2023年5月, 2023年5月3日 (but not 2000年前, "2000 years ago")
-YMD = re.compile(
+YMD = LazyPattern(
     rf"(?<![0-9]){YEAR}年(?:(?P<m>{DAY_ZH})月(?![0-9])"
     rf"(?:(?P<d>{DAY_ZH})[日号](?![楼线]){TOD_ZH})?|(?![前后内里来间代以之]))"
 )
-MD = re.compile(rf"(?<![0-9年{CN}])(?P<atom>{plain(ZH_MD)}){TOD_ZH}")
-ISO_DATE = re.compile(rf"(?P<atom>{plain(ISO)})")
+MD = LazyPattern(rf"(?<![0-9年{CN}])(?P<atom>{plain(ZH_MD)}){TOD_ZH}")
+ISO_DATE = LazyPattern(rf"(?P<atom>{plain(ISO)})")
 
-FILLER = re.compile(alt(
+FILLER = LazyPattern(alt(
     "发生了什么事情 发生了什么 发生什么 发生了啥 都做了什么 都干了什么 做了什么 干了什么 做了啥 "
     "干了啥 干嘛了 干嘛 做什么 干什么 有什么事 有什么 有啥 怎么样 怎么了 过得 的事情 的事 事情 "
     "什么事 啥事 日记 记录 记了什么 写了什么 回顾 总结 看看 查看 显示 列出 告诉我 一下 我们 什么 "

@@ -20,8 +20,6 @@ import logging
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -301,6 +299,9 @@ class HttpEmbedder:
         return l2_normalize(self._post([self.query_prefix + text[: self._max_chars]])).reshape(-1)
 
     def _post(self, inputs: list[str]) -> FloatMatrix:
+        import urllib.error  # here: urllib.request loads http.client, ssl and email (~10 ms)
+        import urllib.request
+
         body = json.dumps({"model": self.model, "input": inputs}).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = os.environ.get(self.api_key_env, "")
