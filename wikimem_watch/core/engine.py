@@ -36,9 +36,12 @@ from .reads import EngineReads, EntriesView
 from .scan import map_in_order
 from .store import EntryStore
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
+from .vector_keys import EmbeddingInputs, VectorKeys, key_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the vector side loads only when an embedder is configured
+    import numpy.typing as npt
+
     from ..vectors.service import VectorService
 
 __all__ = ["ApplyStats", "Engine", "FileRecord", "entry_epoch_days", "indexed_text"]
@@ -117,23 +120,29 @@ class Engine(EngineReads):
         # Files restored from a snapshot whose digests are not folded into ``_digest`` yet:
         # XOR commutes, so ``digest()`` folds them in when first asked (ADR-0015).
         self._digest_pending: set[str] = set()
-        # The vector side, kept as we go when an embedder is configured (ADR-0008): slot →
-        # key of its embedded text, key → the slots sharing it, key → the text. A BM25-only
-        # engine keeps none of it (at 100k entries it is ~70 MB and ~2 s of build).
+        # The vector side, kept as we go when an embedder is configured (ADR-0008): each
+        # slot's vector key, a column saved in the index snapshot (core/vector_keys.py). A
+        # BM25-only engine keeps none (at 1M entries: 16 MB, and hashing every text).
         self.tracks_vectors = config.embed != "none"
-        self._vector_key: dict[int, str] = {}
-        self._by_key: dict[str, set[int]] = {}
-        self._embed_text: dict[str, str] = {}
+        self.vector_keys = VectorKeys()
+        self.vector_keys_missing = False  # restored from a snapshot saved without them
         # Set by the owner (daemon or CLI) when an embedder is configured: ADR-0007.
         self.vectors: VectorService | None = None
 
     # ------------------------------------------------------------------ mutation
 
-    def restore(self, files: dict[str, FileRecord], store: EntryStore, index: Bm25Index) -> None:
+    def restore(
+        self,
+        files: dict[str, FileRecord],
+        store: EntryStore,
+        index: Bm25Index,
+        vector_keys: npt.NDArray[np.uint8] | None = None,
+    ) -> None:
         """Take over a whole index loaded from a snapshot (ADR-0015): ``store`` and
         ``index`` hold the entries at slots 0..n-1, in the order of ``files`` and their
-        slots. Only an empty engine may restore; the caller then applies the files that
-        changed since. The name table and the digests are built when first needed."""
+        slots; ``vector_keys`` their vector keys when the snapshot has them. Only an empty
+        engine may restore; the caller then applies the files that changed since. The name
+        table and the digests are built when first needed."""
         with self.apply_lock, self.lock:
             if self.files or self.skipped or len(self.index):
                 raise RuntimeError("restore() needs an empty engine")
@@ -144,11 +153,14 @@ class Engine(EngineReads):
             self._names = None
             self._digest_pending = set(files)
             self._restore_days()
-            if self.tracks_vectors:
+            self.vector_keys_missing = self.tracks_vectors and vector_keys is None
+            if self.tracks_vectors and vector_keys is not None:
+                self.vector_keys.load(np.arange(vector_keys.shape[0]), vector_keys)
+            elif self.tracks_vectors:  # a snapshot made without an embedder: hash the texts
                 for record in files.values():
                     slots = list(record.slots)
                     texts = embedding_texts([store.entry(s) for s in slots])
-                    self._track_vectors(slots, texts)
+                    self.vector_keys.set(slots, texts)
             self.generation += 1
             self.last_change_at = time.time()
 
@@ -213,19 +225,36 @@ class Engine(EngineReads):
     def sync_vectors(self, *, rebuild: bool = False) -> None:
         """Queue every live entry for background embedding (only missing keys cost a call).
 
-        The daemon calls this once per applied batch, not per file: the input map is a copy
-        of every live entry's text.
+        The daemon calls this once per applied batch, not per file: the input map holds
+        every live key (a copy of the key column), and makes a text only when asked.
         """
         if self.vectors is not None:
             self.vectors.update(self.embedding_inputs(), rebuild=rebuild)
 
-    def embedding_inputs(self) -> dict[str, str]:
-        """Every live entry's vector key (content hash of its text) → that text (a copy).
+    def embedding_inputs(self) -> EmbeddingInputs:
+        """Every live entry's vector key (content hash of its embedded text) → that text,
+        made when asked (``vector_keys.EmbeddingInputs``).
 
         Empty unless an embedder is configured (``tracks_vectors``).
         """
         with self.lock:
-            return dict(self._embed_text)
+            keys = self.vector_keys.live()
+        return EmbeddingInputs(keys, self.embedded_text)
+
+    def embedded_text(self, key: str) -> str | None:
+        """The text embedded for the live entries with vector key ``key``; None when no
+        live entry has it (edited or removed since the key was read)."""
+        with self.lock:
+            for slot in self.vector_keys.slots_of([key]).tolist():
+                path = self.store.path[slot]
+                record = self.files.get(path) if path is not None else None
+                if record is None:
+                    continue
+                slots = list(record.slots)
+                text = embedding_texts([self.store.entry(s) for s in slots])[slots.index(slot)]
+                if key_of(text).hex() == key:
+                    return text
+            return None
 
     def _with_links(self, paths: Iterable[str]) -> list[str]:
         """``paths`` (once each), then the symlinks in the vault that lead to one of them."""
@@ -357,11 +386,7 @@ class Engine(EngineReads):
             self._link_day(day)
 
     def _track_vectors(self, slots: list[int], texts: list[str]) -> None:
-        for slot, text in zip(slots, texts, strict=True):
-            key = text_hash(text)  # the vector cache key: the embedded text, never a path
-            self._vector_key[slot] = key
-            self._by_key.setdefault(key, set()).add(slot)
-            self._embed_text[key] = text
+        self.vector_keys.set(slots, texts)  # keyed by the embedded text, never a path
 
     def _drop(self, rel: str) -> bool:
         self.skipped.pop(rel, None)
@@ -382,14 +407,8 @@ class Engine(EngineReads):
             self._digest_pending.discard(rel)  # never folded in
         else:
             self._digest ^= record.digest
+        self.vector_keys.drop(slots)
         for slot, entry in zip(slots, entries, strict=True):
-            key = self._vector_key.pop(slot, None)
-            if key is not None:
-                same = self._by_key[key]
-                same.discard(slot)
-                if not same:
-                    del self._by_key[key]
-                    del self._embed_text[key]
             self._unlink(slot)
             if entry.date is not None:
                 day = self.days[entry.date]

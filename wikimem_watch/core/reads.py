@@ -23,6 +23,7 @@ from .bm25 import Bm25Index
 from .models import Entry, Link
 from .names import Names, add_names, name_keys, paths_named
 from .store import EntryStore, as_rows
+from .vector_keys import VectorKeys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,8 +53,7 @@ class EngineReads:
     _names: Names | None
     _digest: int
     _digest_pending: set[str]
-    _vector_key: dict[int, str]
-    _by_key: dict[str, set[int]]
+    vector_keys: VectorKeys
 
     def _file_digest(self, rel: str, slots: Sequence[int]) -> int:
         """A digest of one file's entries: their ids and content hashes, in file order."""
@@ -100,12 +100,11 @@ class EngineReads:
 
     def vector_key(self, slot: int) -> str:
         """The vector cache key of the entry at ``slot``."""
-        return self._vector_key[slot]
+        return self.vector_keys.hex(slot)
 
     def slots_of_keys(self, keys: Iterable[str]) -> npt.NDArray[np.int64]:
         """Index slots of the live entries whose vector key is in ``keys``."""
-        slots = [slot for key in keys for slot in self._by_key.get(key, ())]
-        return np.array(slots, dtype=np.int64)
+        return self.vector_keys.slots_of(keys)
 
     # ------------------------------------------------------------------ names, links
 

@@ -50,14 +50,15 @@ _TRAILER = struct.Struct("<QI")  # the header's length and CRC-32
 # an entry gets. Their bytes are part of a snapshot's settings, so a change to a rule (a
 # new heading case, a tokenizer fix) makes older snapshots foreign without a version bump
 # anyone has to remember.
-_RULE_MODULES = ("parse", "tokenize", "facts", "vault")
+# ``vectors/texts.py`` decides the text whose hash is an entry's vector key.
+_RULE_MODULES = ("parse", "tokenize", "facts", "vault", "../vectors/texts")
 
 
 def index_rules() -> str:
     """A digest of the code of ``_RULE_MODULES`` (the package version when unreadable)."""
     digest = hashlib.blake2b(digest_size=8)
     for name in _RULE_MODULES:
-        path = Path(__file__).with_name(f"{name}.py")
+        path = Path(__file__).parent / f"{name}.py"
         try:
             digest.update(path.read_bytes())
         except OSError:
@@ -201,7 +202,7 @@ def restore_engine(
         snap = read_snapshot(path, engine, on_disk)
         if snap is None:
             return None
-        engine.restore(snap.files, snap.store, snap.index)
+        engine.restore(snap.files, snap.store, snap.index, snap.vector_keys)
     stale = []
     for rel, key in on_disk.items():
         rec = snap.files.get(rel)
@@ -257,7 +258,8 @@ def scan_with_snapshot(engine: Engine, *, save: bool = True) -> ApplyStats:
         # A few stale files cost a few reads at the next start; rewriting the snapshot costs
         # ~1 s per 100k entries of a one-shot query's time. Rewrite when it pays.
         drift = len(stale) if stale is not None else 0
-        if save and (stale is None or drift > max(REWRITE_MIN_FILES, len(on_disk) // 100)):
+        rewrite = stale is None or drift > max(REWRITE_MIN_FILES, len(on_disk) // 100)
+        if save and (rewrite or engine.vector_keys_missing):
             save_snapshot(engine)
     return stats
 

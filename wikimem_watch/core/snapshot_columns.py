@@ -18,6 +18,7 @@ from datetime import date
 from itertools import chain, repeat
 
 import numpy as np
+import numpy.typing as npt
 
 from ..config import Config
 from .bm25 import Bm25Index
@@ -40,6 +41,7 @@ from .snapshot_check import (
     json_of,
 )
 from .store import EntryStore
+from .vector_keys import KEY_BYTES
 
 Payload = bytes | Iterable[bytes]
 STRINGS = {"key": False, "heading": False, "text": False, "meta": True}
@@ -56,6 +58,7 @@ class Loaded:
     store: EntryStore
     index: Bm25Index
     entries: int
+    vector_keys: npt.NDArray[np.uint8] | None = None  # saved by an engine with an embedder
 
 
 # ----------------------------------------------------------------------------- writing
@@ -104,6 +107,11 @@ def engine_sections(engine: Engine) -> Iterator[tuple[str, Payload]]:
     yield "e.asks", store.asks[order].astype(np.uint8).tobytes()
     yield "e.epoch", store.epoch[order].astype("<f8").tobytes()
     yield "e.hash", store.hash[order].tobytes()
+    if engine.tracks_vectors:  # each entry's vector key (core/vector_keys.py)
+        keys = engine.vector_keys
+        if order.size and (order.max() >= keys.has.size or not keys.has[order].all()):
+            raise ValueError("an entry without a vector key")
+        yield "e.vkey", keys.raw[order].tobytes()
     for name in STRINGS:
         blob, col_sizes = getattr(store, name).gather(order)
         yield f"e.{name}", blob
@@ -265,9 +273,13 @@ def load_sections(
     index = Bm25Index.from_postings(
         n, terms, term_counts, post_slots, post_tfs, k1=config.k1, b=config.b
     )
+    vector_keys = None
+    if "e.vkey" in names:
+        vector_keys = array_of(section("e.vkey"), "u1", n, "vector keys", KEY_BYTES)
+        names = names - {"e.vkey"}
     if names != set(_expected_names()):
         raise SnapshotInvalid("unknown or missing sections")
-    return Loaded(files, store, index, n)
+    return Loaded(files, store, index, n, vector_keys)
 
 
 def _int32s(blob: bytes) -> np.ndarray:

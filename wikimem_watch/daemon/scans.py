@@ -55,7 +55,7 @@ class VaultScans:
         on_disk = {rel: key[:2] for rel, key in stats.items()}
         stale = restore_engine(self.engine, path, on_disk)
         self.snapshot.update(loaded=stale is not None, reread=None if stale is None else len(stale))
-        if stale is not None:
+        if stale is not None and not self.engine.vector_keys_missing:
             self._saved = (self.engine.generation, self.engine.stat_refreshes)
         with no_gc():  # millions of objects and no cycles: ~10% of a cold scan
             self._apply(list(stats) if stale is None else stale)

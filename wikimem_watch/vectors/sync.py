@@ -79,8 +79,8 @@ class VectorSync:
         self.last_error: str | None = None
         self._run_lock = threading.Lock()
         self._wake = threading.Condition()
-        self._target: tuple[dict[str, str], bool] | None = None
-        self._last: dict[str, str] | None = None  # the latest entries, for deferred work
+        self._target: tuple[Mapping[str, str], bool] | None = None
+        self._last: Mapping[str, str] | None = None  # the latest entries, for deferred work
         self._busy = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -211,8 +211,12 @@ class VectorSync:
     def _embed(self, batch: list[str], entries: Mapping[str, str]) -> dict[str, FloatMatrix]:
         import numpy as np
 
-        chunks = [chunk_text(entries[h], self.embedder.max_chars) for h in batch]
+        texts = {h: entries.get(h) for h in batch}  # None: edited or removed since
+        batch = [h for h in batch if texts[h] is not None]
+        chunks = [chunk_text(texts[h] or "", self.embedder.max_chars) for h in batch]
         flat = [c for cs in chunks for c in cs]
+        if not flat:
+            return {}
         vectors = self.embedder.embed_documents(flat)
         if vectors.shape[0] != len(flat):
             raise EmbedError(
@@ -242,9 +246,11 @@ class VectorSync:
         """Queue ``entries`` for the background thread (started on first use); returns at once.
 
         A newer call replaces a queued one that has not started: the latest vault wins.
+        ``entries`` is kept as given: the engine's is already a copy of the moment
+        (``EmbeddingInputs``), whose texts are made when embedded.
         """
         with self._wake:
-            self._target = (dict(entries), rebuild)
+            self._target = (entries, rebuild)
             if self.cache.state != "mismatch":
                 self.pending = len(self.cache.missing(entries))
             if self._thread is None or not self._thread.is_alive():
@@ -266,7 +272,7 @@ class VectorSync:
                     self._wake.wait(self._next_wakeup())
                 if self._stop.is_set():
                     return
-                job: tuple[dict[str, str], bool] | None = self._target
+                job: tuple[Mapping[str, str], bool] | None = self._target
                 if job is not None:
                     self._target, self._last = None, job[0]
                 elif self._deferred and self._last is not None:

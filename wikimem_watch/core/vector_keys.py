@@ -1,0 +1,165 @@
+"""Each entry's vector key, as a column: what the engine keeps of the vector side.
+
+An entry's vectors are cached under the content hash of the text embedded for it (ADR-0008:
+the entry, read with the tail of the one before it), never under its path. The engine needs
+that key per slot (the query path asks the cache for a candidate's cosine) and the slots of a
+key (the nearest keys the cache finds join the candidates), and the sync needs every live
+key and, for the few the cache lacks, their texts.
+
+Kept as Python dicts (slot → key, key → slots, key → text) that cost ~70 MB and ~1.6 s of a
+start from the index snapshot at 100k entries, ~700 MB and ~18 s at 1M, and a copy of every
+text per applied batch. Here the key is 16 raw bytes in a numpy column, saved in the index
+snapshot; a key's slots are found by binary search over its first 8 bytes (sorted on first
+use after a change, so a batch of edits costs one sort), and a text is made again from the
+entries when the sync asks for it (``EmbeddingInputs``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["KEY_BYTES", "EmbeddingInputs", "VectorKeys", "hex_keys", "key_of"]
+
+KEY_BYTES = 16  # blake2b-128 of the embedded text, as ``parse.text_hash`` (its hex)
+
+
+def key_of(text: str) -> bytes:
+    """The raw vector key of an embedded text (``parse.text_hash`` is its hex)."""
+    return hashlib.blake2b(text.encode(), digest_size=KEY_BYTES).digest()
+
+
+class VectorKeys:
+    """Slot → raw key (all zeros: no key), and key → slots by binary search."""
+
+    def __init__(self) -> None:
+        self.raw = np.zeros((0, KEY_BYTES), dtype=np.uint8)
+        self.has = np.zeros(0, dtype=bool)
+        self._order: npt.NDArray[np.int64] | None = None  # slots with a key, by prefix
+        self._prefix: npt.NDArray[np.uint64] | None = None  # their prefixes, ascending
+
+    def _grow(self, rows: int) -> None:
+        have = self.has.size
+        if rows <= have:
+            return
+        rows = max(rows, have + have // 2, 1024)
+        raw = np.zeros((rows, KEY_BYTES), dtype=np.uint8)
+        raw[:have] = self.raw
+        has = np.zeros(rows, dtype=bool)
+        has[:have] = self.has
+        self.raw, self.has = raw, has
+
+    def set(self, slots: Sequence[int], texts: Sequence[str]) -> None:
+        """Key the entries at ``slots`` by the texts embedded for them."""
+        if not slots:
+            return
+        self._grow(max(slots) + 1)
+        rows = np.asarray(slots, dtype=np.int64)
+        joined = b"".join(key_of(t) for t in texts)
+        self.raw[rows] = np.frombuffer(joined, dtype=np.uint8).reshape(-1, KEY_BYTES)
+        self.has[rows] = True
+        self._order = None
+
+    def load(self, slots: npt.NDArray[np.int64], raw: npt.NDArray[np.uint8]) -> None:
+        """Take keys read from the index snapshot (``raw[i]`` is the key of ``slots[i]``)."""
+        self._grow(int(slots.max()) + 1 if slots.size else 0)
+        self.raw[slots] = raw
+        self.has[slots] = True
+        self._order = None
+
+    def drop(self, slots: Sequence[int]) -> None:
+        if not slots:
+            return
+        rows = np.asarray(slots, dtype=np.int64)
+        rows = rows[rows < self.has.size]
+        self.has[rows] = False
+        self.raw[rows] = 0
+        self._order = None
+
+    def hex(self, slot: int) -> str:
+        """The key of ``slot`` as the vector cache names it."""
+        return bytes(self.raw[slot]).hex()
+
+    def live(self) -> npt.NDArray[np.uint8]:
+        """Every keyed slot's key, raw, in slot order (a copy; duplicates included)."""
+        return self.raw[self.has]
+
+    def slots_of(self, keys: Iterable[str]) -> npt.NDArray[np.int64]:
+        """Slots whose key is one of ``keys`` (hex; a malformed one matches nothing)."""
+        wanted = []
+        for key in keys:
+            try:
+                raw = bytes.fromhex(key)
+            except ValueError:
+                continue
+            if len(raw) == KEY_BYTES:
+                wanted.append(raw)
+        if not wanted:
+            return np.zeros(0, dtype=np.int64)
+        order, prefix = self._sorted()
+        out: list[int] = []
+        for raw in wanted:
+            first = np.frombuffer(raw[:8], dtype=np.uint64)[0]
+            lo = int(np.searchsorted(prefix, first, side="left"))
+            hi = int(np.searchsorted(prefix, first, side="right"))
+            out.extend(int(s) for s in order[lo:hi] if self.raw[s].tobytes() == raw)
+        return np.array(out, dtype=np.int64)
+
+    def _sorted(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
+        if self._order is None or self._prefix is None:
+            slots = np.flatnonzero(self.has).astype(np.int64)
+            prefix = np.ascontiguousarray(self.raw[slots, :8]).view(np.uint64).ravel()
+            by = np.argsort(prefix, kind="stable")
+            self._order, self._prefix = slots[by], prefix[by]
+        return self._order, self._prefix
+
+
+def hex_keys(raw: npt.NDArray[np.uint8]) -> list[str]:
+    """Raw keys (rows of ``KEY_BYTES``) as the vector cache names them, in one C loop."""
+    blob = np.ascontiguousarray(raw).tobytes().hex().encode("utf-32-le")
+    return np.frombuffer(blob, dtype=f"<U{2 * KEY_BYTES}").tolist()  # type: ignore[no-any-return]
+
+
+class EmbeddingInputs(Mapping[str, str]):
+    """Every live entry's vector key → the text embedded for it, a text made when asked.
+
+    The keys are those of the moment it was made (a copy of the raw column: the engine's
+    lock is held for that copy only; they are written out as text on first use, by the
+    sync's thread). ``text_of`` makes a key's text from the engine as it is when asked: an
+    entry edited or removed since then has no text (a ``KeyError``), and the sync skips it;
+    the next batch brings the new key.
+    """
+
+    def __init__(self, raw: npt.NDArray[np.uint8], text_of: Callable[[str], str | None]) -> None:
+        self._raw = raw
+        self._keys: list[str] | None = None  # each key once, in slot order
+        self._set: frozenset[str] | None = None
+        self._text_of = text_of
+
+    def _ordered(self) -> list[str]:
+        if self._keys is None:
+            self._keys = list(dict.fromkeys(hex_keys(self._raw)))
+        return self._keys
+
+    def __getitem__(self, key: str) -> str:
+        text = self._text_of(key) if key in self else None
+        if text is None:
+            raise KeyError(key)
+        return text
+
+    def __contains__(self, key: object) -> bool:
+        if self._set is None:
+            self._set = frozenset(self._ordered())
+        return key in self._set
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ordered())
+
+    def __len__(self) -> int:
+        return len(self._ordered())
