@@ -18,6 +18,7 @@ from wikimem_watch.core import snapshot as snapshot_module
 from wikimem_watch.core.engine import ApplyStats
 from wikimem_watch.daemon import service
 from wikimem_watch.daemon.service import Daemon
+from wikimem_watch.daemon.watcher import ChangeSet
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -143,6 +144,37 @@ def test_a_stop_waits_for_a_snapshot_being_written(
         daemon.request_stop()  # the writer saves the snapshot on its way out
         runner.join(service.WRITER_JOIN_S + service.SNAPSHOT_JOIN_S)
         assert writing.is_set() and not runner.is_alive()
+        assert config.snapshot_path is not None and config.snapshot_path.is_file()
+    finally:
+        runner.join(5)
+
+
+def test_a_stop_while_a_change_is_applied_still_saves_the_snapshot(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(service, "SNAPSHOT_IDLE_S", 600.0)  # no save while idle: only the stop's
+    config = load_config(vault, {"snapshot_dir": str(tmp_path / "snap")})
+    daemon = Daemon(config, socket_path=short_socket_path(), force_polling=True)
+    applying = threading.Event()
+
+    def apply_until_stopped(changes: object) -> None:
+        applying.set()
+        while not daemon._stop_requested:  # the stop arrives in the middle of this change
+            time.sleep(0.01)
+
+    monkeypatch.setattr(daemon, "_apply_changes", apply_until_stopped)
+    runner = threading.Thread(target=daemon.run)
+    runner.start()
+    try:
+        deadline = time.monotonic() + 10
+        while daemon.state != "ready":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        daemon._changes.put(ChangeSet(paths=frozenset({"diary/2026-07-20.md"})))
+        assert applying.wait(10)
+        daemon.request_stop()
+        runner.join(service.WRITER_JOIN_S + service.SNAPSHOT_JOIN_S)
+        assert not runner.is_alive()
         assert config.snapshot_path is not None and config.snapshot_path.is_file()
     finally:
         runner.join(5)

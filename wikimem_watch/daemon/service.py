@@ -332,14 +332,17 @@ class Daemon(VaultScans):
                 continue
             save_at = time.monotonic() + SNAPSHOT_IDLE_S  # once this change has settled
             if item is _STOP:
-                self._guarded(self._save_snapshot)  # bounded by WRITER_JOIN_S, then left
-                return
+                break
             if isinstance(item, ChangeSet):
                 self._in_hand = len(item.paths) + len(item.dirs) + int(item.rescan)
                 self._guarded(partial(self._apply_changes, item))
                 self._in_hand = 0
             elif isinstance(item, _Job):
                 self._run_job(item)
+        # Stopping, also when the stop came while a change was being applied: what is in the
+        # index is consistent with the stats it records (a file not applied yet keeps its old
+        # stat, so the next start re-reads it). A stop waits SNAPSHOT_JOIN_S for the write.
+        self._guarded(self._save_snapshot)
 
     @staticmethod
     def _guarded(fn: Callable[[], object]) -> None:
