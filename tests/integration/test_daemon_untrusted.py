@@ -134,6 +134,13 @@ def test_a_stop_waits_for_a_snapshot_being_written(
         return real_write(engine, path)  # type: ignore[arg-type]
 
     monkeypatch.setattr(snapshot_module, "write_snapshot", slow_write)
+    _stop_when_ready_and_find_the_snapshot(daemon, lambda: None)  # saved on the way out
+    assert writing.is_set()
+
+
+def _stop_when_ready_and_find_the_snapshot(daemon: Daemon, before_stop: Callable[[], None]) -> None:
+    """Run ``daemon`` on a thread until ready, call ``before_stop``, stop it, and assert that
+    it stopped and left its index snapshot."""
     runner = threading.Thread(target=daemon.run)
     runner.start()
     try:
@@ -141,10 +148,12 @@ def test_a_stop_waits_for_a_snapshot_being_written(
         while daemon.state != "ready":
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        daemon.request_stop()  # the writer saves the snapshot on its way out
+        before_stop()
+        daemon.request_stop()
         runner.join(service.WRITER_JOIN_S + service.SNAPSHOT_JOIN_S)
-        assert writing.is_set() and not runner.is_alive()
-        assert config.snapshot_path is not None and config.snapshot_path.is_file()
+        assert not runner.is_alive()
+        path = daemon.config.snapshot_path
+        assert path is not None and path.is_file()
     finally:
         runner.join(5)
 
@@ -162,19 +171,9 @@ def test_a_stop_while_a_change_is_applied_still_saves_the_snapshot(
         while not daemon._stop_requested:  # the stop arrives in the middle of this change
             time.sleep(0.01)
 
-    monkeypatch.setattr(daemon, "_apply_changes", apply_until_stopped)
-    runner = threading.Thread(target=daemon.run)
-    runner.start()
-    try:
-        deadline = time.monotonic() + 10
-        while daemon.state != "ready":
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+    def change_in_hand() -> None:
         daemon._changes.put(ChangeSet(paths=frozenset({"diary/2026-07-20.md"})))
         assert applying.wait(10)
-        daemon.request_stop()
-        runner.join(service.WRITER_JOIN_S + service.SNAPSHOT_JOIN_S)
-        assert not runner.is_alive()
-        assert config.snapshot_path is not None and config.snapshot_path.is_file()
-    finally:
-        runner.join(5)
+
+    monkeypatch.setattr(daemon, "_apply_changes", apply_until_stopped)
+    _stop_when_ready_and_find_the_snapshot(daemon, change_in_hand)
