@@ -151,6 +151,7 @@ class Bm25Index:
         document by document: one buffer append per distinct term of the batch instead of
         one per (term, document) pair, and no per-document ``Counter`` (ADR-0019).
         """
+        new_from = self._slots
         slots = [self._free.pop() if self._free else self._new_slot() for _ in docs]
         if not docs:
             return slots
@@ -182,11 +183,13 @@ class Bm25Index:
         keys = keys[first]
         tids = keys // n
         posting_slots = in_slot_order[keys - tids * n].astype(np.int32)
-        self._append(tids, posting_slots, tfs)
+        # Only a reused slot can fall below a term's last posting (never in a cold scan).
+        self._append(tids, posting_slots, tfs, reused=min(slots) < new_from)
         return slots
 
-    def _append(self, tids: I64, slots: I32, tfs: I32) -> None:
-        """Append postings sorted by term (then slot) to each term's own buffers."""
+    def _append(self, tids: I64, slots: I32, tfs: I32, *, reused: bool) -> None:
+        """Append postings sorted by term (then slot) to each term's own buffers; ``reused``:
+        some slots may lie below postings the terms already have."""
         cuts = np.flatnonzero(tids[1:] != tids[:-1]) + 1
         starts = np.concatenate([[0], cuts])
         ends = np.append(cuts, tids.size).tolist()
@@ -201,7 +204,7 @@ class Bm25Index:
             own_slots, own_tfs = post_slot[tid], post_tf[tid]
             if own_slots is None or own_tfs is None:
                 own_slots, own_tfs = self._own(tid)
-            if own_slots and own_slots[-1] > low:
+            if reused and own_slots and own_slots[-1] > low:
                 unsorted.add(tid)  # a reused slot below the term's last one
             own_slots.frombytes(slot_bytes[4 * a : 4 * b])
             own_tfs.frombytes(tf_bytes[4 * a : 4 * b])
