@@ -198,8 +198,11 @@ class Engine(EngineReads):
         each one reads is the one it swaps in. A symlink inside the vault is re-read with
         its target.
         """
+        from .heap import large_blocks_mapped  # here, not at the top: for a cold scan
+
         stats = ApplyStats()
-        with self.apply_lock:
+        # A cold scan's growing arrays would leave holes in the heap (ADR-0018).
+        with self.apply_lock, large_blocks_mapped(not (self.files or self.skipped)):
             batch: list[_Prepared] = []
             size = 0
             for prepared in self._prepare_all(self._with_links(paths)):
@@ -244,9 +247,6 @@ class Engine(EngineReads):
         prepare = partial(self._prepare, real_root=os.path.realpath(self.root))
         if self.files or self.skipped:
             return map(prepare, rels)
-        from .heap import map_large_blocks  # here, not at the top: only a cold scan needs it
-
-        map_large_blocks()  # its growing arrays would leave holes in the heap (ADR-0018)
         return map_in_order(rels, prepare)
 
     def _prepare(self, rel: str, real_root: str | None = None) -> _Prepared | None:
