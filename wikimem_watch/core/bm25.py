@@ -27,7 +27,7 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +37,12 @@ I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 COMPACT_MIN = 1024  # dead slots kept before a compaction is worth its pass
 COMPACT_FRACTION = 0.125  # ... or this share of the live documents, whichever is larger
-PACK_TERMS = 65536  # terms given their own buffers before the rare ones among them are packed
+# Terms given their own buffers before the rare ones among them are packed: at least this
+# many, or an eighth of the vocabulary (so the copies of the base stay O(n log n) overall).
+# Two arrays and their buffers cost a rare term ~200 bytes, and a cold build meets most of
+# its terms early: waiting for 65,536 of them held ~13 MB of them at 100k entries. Packing
+# much more often costs time: a packed term that gains a posting is copied out again.
+PACK_TERMS = 16384
 PACK_POSTINGS = 64  # a term with at most this many postings is rare
 
 log = logging.getLogger(__name__)
@@ -142,46 +147,72 @@ class Bm25Index:
     def add_many(self, docs: Sequence[Sequence[str]]) -> list[int]:
         """Add documents; returns their slots, in order.
 
-        Postings are appended term by term, not document by document: a scan of 100k entries
-        makes one buffer append per distinct term instead of one per (term, document) pair.
+        The batch is counted with numpy, and postings are appended term by term, not
+        document by document: one buffer append per distinct term of the batch instead of
+        one per (term, document) pair, and no per-document ``Counter`` (ADR-0019).
         """
+        new_from = self._slots
         slots = [self._free.pop() if self._free else self._new_slot() for _ in docs]
-        term_id = self._term_id
-        flat_tid, flat_slot, flat_tf = array("i"), array("i"), array("i")
-        # In slot order, so each term's appended postings ascend.
-        for slot, tokens in sorted(zip(slots, docs, strict=True), key=lambda p: p[0]):
-            counts = Counter(tokens)
-            ids = list(map(term_id.get, counts, repeat(-1)))
-            if -1 in ids:
-                ids = [
-                    self._term(t) if tid < 0 else tid for t, tid in zip(counts, ids, strict=True)
-                ]
-            flat_tid.extend(ids)
-            flat_slot.extend(array("i", [slot]) * len(ids))
-            flat_tf.extend(counts.values())
-            self._doc_len[slot] = len(tokens)
-            self._alive[slot] = True
-            self._total_len += len(tokens)
+        if not docs:
+            return slots
+        # In slot order, so each term's appended postings ascend; new terms get their ids
+        # in order of first occurrence, as one document at a time would give them.
+        order = sorted(range(len(docs)), key=slots.__getitem__)
+        ranked = [docs[i] for i in order]
+        lengths = np.fromiter(map(len, ranked), np.int64, len(ranked))
+        in_slot_order = np.array([slots[i] for i in order], dtype=np.int64)
+        tokens = list(chain.from_iterable(ranked))
+        keys = np.fromiter(map(self._term_id.get, tokens, repeat(-1)), np.int64, len(tokens))
+        for at in np.flatnonzero(keys < 0).tolist():  # new terms, in order of occurrence
+            keys[at] = self._term_of(tokens[at])
+        del tokens
+        self._doc_len[in_slot_order] = lengths
+        self._alive[in_slot_order] = True
+        self._total_len += int(lengths.sum())
         self._live += len(docs)
-        tid_arr = np.frombuffer(flat_tid, dtype=np.int32)
-        order = np.argsort(tid_arr, kind="stable")
-        tid_sorted = tid_arr[order]
-        slot_sorted = np.frombuffer(flat_slot, dtype=np.int32)[order]
-        tf_sorted = np.frombuffer(flat_tf, dtype=np.int32)[order]
-        bounds = np.flatnonzero(np.diff(tid_sorted)) + 1
-        starts = np.concatenate([[0], bounds]).tolist()
-        ends = np.concatenate([bounds, [tid_sorted.size]]).tolist()
-        for a, b in zip(starts, ends, strict=True):
-            if a == b:
-                continue
-            tid = int(tid_sorted[a])
-            self._df[tid] += b - a
-            own_slots, own_tfs = self._own(tid)
-            if own_slots and own_slots[-1] > slot_sorted[a]:
-                self._unsorted.add(tid)  # a reused slot below the term's last one
-            own_slots.frombytes(slot_sorted[a:b].tobytes())
-            own_tfs.frombytes(tf_sorted[a:b].tobytes())
+        if not keys.size:
+            return slots
+        # One key per token, (term, rank of its document): sorted, equal keys are one
+        # posting and their count its tf, in term order and then slot order.
+        n = len(docs)
+        keys *= n
+        keys += np.repeat(np.arange(n, dtype=np.int64), lengths)
+        keys.sort()
+        first = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+        tfs = np.diff(np.append(first, keys.size)).astype(np.int32)
+        keys = keys[first]
+        tids = keys // n
+        posting_slots = in_slot_order[keys - tids * n].astype(np.int32)
+        # Only a reused slot can fall below a term's last posting (never in a cold scan).
+        self._append(tids, posting_slots, tfs, reused=min(slots) < new_from)
         return slots
+
+    def _append(self, tids: I64, slots: I32, tfs: I32, *, reused: bool) -> None:
+        """Append postings sorted by term (then slot) to each term's own buffers; ``reused``:
+        some slots may lie below postings the terms already have."""
+        cuts = np.flatnonzero(tids[1:] != tids[:-1]) + 1
+        starts = np.concatenate([[0], cuts])
+        ends = np.append(cuts, tids.size).tolist()
+        slot_bytes = memoryview(slots.tobytes())
+        tf_bytes = memoryview(tfs.tobytes())
+        df, unsorted, post_slot, post_tf = self._df, self._unsorted, self._post_slot, self._post_tf
+        firsts = slots[starts].tolist()
+        for tid, a, b, low in zip(
+            tids[starts].tolist(), starts.tolist(), ends, firsts, strict=True
+        ):
+            df[tid] += b - a
+            own_slots, own_tfs = post_slot[tid], post_tf[tid]
+            if own_slots is None or own_tfs is None:
+                own_slots, own_tfs = self._own(tid)
+            if reused and own_slots and own_slots[-1] > low:
+                unsorted.add(tid)  # a reused slot below the term's last one
+            own_slots.frombytes(slot_bytes[4 * a : 4 * b])
+            own_tfs.frombytes(tf_bytes[4 * a : 4 * b])
+
+    def _term_of(self, term: str) -> int:
+        """The id of a term, given one if it is seen for the first time."""
+        tid = self._term_id.get(term)
+        return self._term(term) if tid is None else tid
 
     def _term(self, term: str) -> int:
         """The id of a term seen for the first time."""
@@ -265,7 +296,7 @@ class Bm25Index:
         live ones (at least ``COMPACT_MIN``): its cost, linear in the touched lists, is spread
         over that many edits, so an edit costs the same amortised at 10k and 1M entries.
         """
-        if len(self._fresh) >= PACK_TERMS:
+        if len(self._fresh) >= max(PACK_TERMS, len(self._terms) >> 3):
             self._pack()
         if not self._dead:
             return
@@ -357,10 +388,21 @@ class Bm25Index:
             if df == 0:
                 continue
             slots, tf_ints = self.postings(tid)
-            tfs = tf_ints.astype(np.float64)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            norm = k1 * (1.0 - b + b * self._doc_len[slots] / avgdl)
-            scores[slots] += idf * tfs * (k1 + 1.0) / (tfs + norm)
+            # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)), in place: two
+            # arrays the size of the postings instead of six (a common term's are MBs), the
+            # same operations in the same order, so the same bits.
+            denom = self._doc_len[slots]
+            denom *= b
+            denom /= avgdl
+            denom += 1.0 - b
+            denom *= k1
+            tfs = tf_ints.astype(np.float64)
+            denom += tfs
+            tfs *= idf
+            tfs *= k1 + 1.0
+            tfs /= denom
+            scores[slots] += tfs
         if self._dead:
             scores[~self._alive[: len(scores)]] = 0.0
         hit = np.flatnonzero(scores > 0.0)

@@ -31,7 +31,8 @@ COMPACT_MIN_ITEMS = 1 << 14
 def _grown(values: npt.NDArray[np.generic], rows: int, fill: int) -> npt.NDArray[np.generic]:
     if rows <= len(values):
         return values
-    out = np.full(max(rows, len(values) + len(values) // 2, 1024), fill, dtype=values.dtype)
+    # An eighth more at a time (as the entry store): filled rows are resident memory.
+    out = np.full(max(rows, len(values) + len(values) // 8, 1024), fill, dtype=values.dtype)
     out[: len(values)] = values
     return out
 
