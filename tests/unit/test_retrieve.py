@@ -68,3 +68,13 @@ def test_with_previous_reads_the_score_of_the_candidate_before() -> None:
     asks = np.array([False, False, True, False, False, False])
     assert with_previous(slots, raw, prev, 0.5, asks, 1.5).tolist() == [0.0, 1.0, 0.0, 6.0]
     assert with_previous(slots, raw, prev, 0.0, asks, 1.5).tolist() == [0.0, 0.0, 0.0, 6.0]
+
+
+def test_best_first_is_the_set_a_stable_sort_keeps() -> None:
+    from wikimem_watch.retrieval.fusion import best_first
+
+    rng = np.random.default_rng(7)
+    for size, n in ((10, 3), (500, 200), (1000, 1000), (5, 50)):
+        scores = rng.integers(0, 6, size).astype(np.float64)  # many ties at the cut
+        want = np.sort(np.argsort(-scores, kind="stable")[:n])
+        assert best_first(scores, n).tolist() == want.tolist()

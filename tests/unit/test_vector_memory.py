@@ -64,3 +64,13 @@ def test_hamming_counts_differing_bits_with_or_without_bitwise_count(
     assert hamming(codes, query).tolist() == want.tolist()
     monkeypatch.delattr(np, "bitwise_count", raising=False)  # numpy < 2.0 has none
     assert hamming(codes, query).tolist() == want.tolist()
+
+
+def test_nearest_rows_are_the_n_smallest_distances_first_rows_at_the_cut() -> None:
+    from wikimem_watch.vectors.memory import nearest_rows
+
+    rng = np.random.default_rng(3)
+    for size, n in ((100, 10), (5000, 1024), (64, 64)):
+        distance = rng.integers(0, 40, size).astype(np.uint16)
+        want = np.sort(np.argsort(distance, kind="stable")[:n])
+        assert nearest_rows(distance, n).tolist() == want.tolist()

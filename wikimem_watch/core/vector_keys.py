@@ -103,11 +103,11 @@ class VectorKeys:
         if not wanted:
             return np.zeros(0, dtype=np.int64)
         order, prefix = self._sorted()
+        firsts = np.frombuffer(b"".join(raw[:8] for raw in wanted), dtype=np.uint64)
+        los = np.searchsorted(prefix, firsts, side="left").tolist()
+        his = np.searchsorted(prefix, firsts, side="right").tolist()
         out: list[int] = []
-        for raw in wanted:
-            first = np.frombuffer(raw[:8], dtype=np.uint64)[0]
-            lo = int(np.searchsorted(prefix, first, side="left"))
-            hi = int(np.searchsorted(prefix, first, side="right"))
+        for raw, lo, hi in zip(wanted, los, his, strict=True):
             out.extend(int(s) for s in order[lo:hi] if self.raw[s].tobytes() == raw)
         return np.array(out, dtype=np.int64)
 

@@ -104,6 +104,18 @@ def recency(age_days: F64, half_life_days: float) -> F64:
     return np.where(np.isnan(age_days), 0.0, out)
 
 
+def best_first(scores: F64, n: int) -> I64:
+    """Indices of the ``n`` best ``scores`` in index order: of the scores tied at the cut,
+    the first ones (the set a stable sort would give). O(len) where a sort is O(len · log):
+    at 1M entries a query has ~90k BM25 candidates, and a sort took ~6 ms."""
+    if scores.size <= n:
+        return np.arange(scores.size, dtype=np.int64)
+    cut = np.partition(scores, scores.size - n)[scores.size - n]  # the n-th best score
+    above = np.flatnonzero(scores > cut)
+    tied = np.flatnonzero(scores == cut)[: n - above.size]
+    return np.union1d(above, tied).astype(np.int64)
+
+
 def top_k(scores: F64, k: int, tiebreak: Callable[[int], str] | None = None) -> I64:
     """Indices of the ``k`` best scores, best first; ties broken by ``tiebreak(index)``.
 

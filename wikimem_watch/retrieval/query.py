@@ -23,6 +23,7 @@ from ..core.models import Entry
 from ..core.tokenize import estimate_tokens
 from .fusion import (
     Weights,
+    best_first,
     budget_cut,
     normalise_max,
     normalise_minmax,
@@ -252,7 +253,7 @@ def _with_vectors(
     cos = np.full(slots.size, np.nan)
     if vectors is None or weights.vector <= 0 or not text.strip():
         return slots, own, prior, cos, False
-    pool = np.argsort(-(own + prior), kind="stable")[:VECTOR_POOL]
+    pool = best_first(own + prior, VECTOR_POOL)
     keys = [engine.vector_key(int(s)) for s in slots[pool]]
     found = vectors.cosines(text, keys, max(50, req.k * 5))
     if found is None:
