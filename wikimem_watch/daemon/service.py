@@ -31,7 +31,7 @@ from ..core.plan import plan_scan
 from ..errors import ConfigError
 from .journal import Journal
 from .methods import STOP_AFTER_REPLY
-from .report import index_status
+from .reports import DaemonReports
 from .runtime import (
     DaemonLock,
     LockInfo,
@@ -53,7 +53,6 @@ from .watcher import ChangeSet, ObserverFactory, Watcher
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # types only: the vector side and HTTP load when configured
-    from ..retrieval.query import VectorSignal
     from ..vectors.service import VectorService
     from .http import HttpEndpoint
 
@@ -66,7 +65,6 @@ SNAPSHOT_JOIN_S = 60.0
 CHUNK_FILES = 64  # files applied per engine-lock hold while scanning: queries stay responsive
 SAFETY_RESCAN_S = 300.0
 SNAPSHOT_IDLE_S = 5.0  # the index snapshot is saved after this long without changes
-UNRESOLVED_REFRESH_S = 5.0
 
 
 @dataclass(slots=True)
@@ -87,7 +85,7 @@ def warm_query_path() -> None:
     from ..retrieval.query import run_query  # noqa: F401
 
 
-class Daemon(VaultScans):
+class Daemon(VaultScans, DaemonReports):
     """One vault's live index served on a socket. ``run()`` blocks until stopped."""
 
     def __init__(
@@ -428,12 +426,6 @@ class Daemon(VaultScans):
         for line in problems:
             announce(line, True)
 
-    def _http_status(self) -> dict[str, str]:
-        from .http import token_path
-
-        assert self.http is not None
-        return {"url": self.http.url, "token_file": str(token_path(self.config))}
-
     # ------------------------------------------------------------------- service
 
     def reindex(self, dry_run: bool = False) -> dict[str, object]:
@@ -444,59 +436,6 @@ class Daemon(VaultScans):
         if not job.done.wait(timeout=3600):
             return {"error": "reindex did not finish within an hour"}
         return job.result
-
-    def vector_signal(self) -> VectorSignal | None:
-        return self.engine.vectors
-
-    def embed(self, rebuild: bool) -> dict[str, object]:
-        """Start filling (or, with ``rebuild``, redoing) the vector cache in the background."""
-        if self.engine.vectors is None:
-            raise ConfigError(
-                "embeddings are off: serve with --embed local|http (or set embed in config.toml)"
-            )
-        self.engine.sync_vectors(rebuild=rebuild)
-        return self.engine.vectors.status()
-
-    def pending(self) -> int:
-        with self._changes.mutex:
-            queued = sum(
-                len(c.paths) + len(c.dirs) + int(c.rescan)
-                for c in self._changes.queue
-                if isinstance(c, ChangeSet)
-            )
-        return self.watcher.pending_count() + queued + self._in_hand
-
-    def _unresolved_links(self) -> list[dict[str, object]]:
-        """Finding unresolved links walks every link (~0.1 s at 100k entries, under the
-        lock): do it once ready, at most once per generation and per ``UNRESOLVED_REFRESH_S``."""
-        gen, found, at = self._unresolved
-        now = time.monotonic()
-        stale = gen != self.engine.generation and (gen < 0 or now - at >= UNRESOLVED_REFRESH_S)
-        if stale and self.state == "ready":
-            found = self.engine.unresolved_links()
-            self._unresolved = (self.engine.generation, found, now)
-        return found
-
-    def status(self) -> dict[str, object]:
-        result = index_status(
-            self.engine,
-            self.config,
-            state=self.state,
-            cache_problem=self.cache_problem,
-            unresolved=self._unresolved_links(),
-        )
-        result.update(
-            socket=str(self.socket_path),
-            pending=self.pending(),
-            watcher=self.watcher.kind,
-            uptime_s=round(time.monotonic() - self._started_mono, 3),
-            connections=self.server.connection_count(),
-            socket_limits=self.server.stats(),
-            http=None if self.http is None else self._http_status(),
-            safety_rescan_s=self.safety_rescan_s,
-            snapshot=dict(self.snapshot),
-        )
-        return result
 
 
 def _inside(root: Path, path: Path) -> tuple[str, ...]:

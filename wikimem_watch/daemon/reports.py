@@ -1,0 +1,107 @@
+"""What the daemon reports about itself: ``status``, ``pending``, the HTTP endpoint's address
+and the vector side's face for the methods.
+
+A mixin of :class:`~wikimem_watch.daemon.service.Daemon`, which owns the state; the methods
+run on the server's threads and only read it.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+
+from ..config import Config
+from ..core.engine import Engine
+from ..errors import ConfigError
+from .report import index_status
+from .server import Server
+from .watcher import ChangeSet, Watcher
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..retrieval.query import VectorSignal
+    from .http import HttpEndpoint
+
+__all__ = ["UNRESOLVED_REFRESH_S", "DaemonReports"]
+
+UNRESOLVED_REFRESH_S = 5.0
+
+
+class DaemonReports:
+    """``status`` and what it is made of, for the daemon's protocol methods."""
+
+    engine: Engine
+    config: Config
+    state: str
+    cache_problem: str | None
+    socket_path: Path
+    watcher: Watcher
+    server: Server
+    http: HttpEndpoint | None
+    safety_rescan_s: float
+    snapshot: dict[str, object]
+    _changes: queue.Queue[object]
+    _in_hand: int
+    _unresolved: tuple[int, list[dict[str, object]], float]
+    _started_mono: float
+
+    def _http_status(self) -> dict[str, str]:
+        from .http import token_path
+
+        assert self.http is not None
+        return {"url": self.http.url, "token_file": str(token_path(self.config))}
+
+    def vector_signal(self) -> VectorSignal | None:
+        return self.engine.vectors
+
+    def embed(self, rebuild: bool) -> dict[str, object]:
+        """Start filling (or, with ``rebuild``, redoing) the vector cache in the background."""
+        if self.engine.vectors is None:
+            raise ConfigError(
+                "embeddings are off: serve with --embed local|http (or set embed in config.toml)"
+            )
+        self.engine.sync_vectors(rebuild=rebuild)
+        return self.engine.vectors.status()
+
+    def pending(self) -> int:
+        with self._changes.mutex:
+            queued = sum(
+                len(c.paths) + len(c.dirs) + int(c.rescan)
+                for c in self._changes.queue
+                if isinstance(c, ChangeSet)
+            )
+        return self.watcher.pending_count() + queued + self._in_hand
+
+    def _unresolved_links(self) -> list[dict[str, object]]:
+        """Finding unresolved links walks every link (~0.1 s at 100k entries, under the
+        lock): do it once ready, at most once per generation and per ``UNRESOLVED_REFRESH_S``."""
+        gen, found, at = self._unresolved
+        now = time.monotonic()
+        stale = gen != self.engine.generation and (gen < 0 or now - at >= UNRESOLVED_REFRESH_S)
+        if stale and self.state == "ready":
+            found = self.engine.unresolved_links()
+            self._unresolved = (self.engine.generation, found, now)
+        return found
+
+    def status(self) -> dict[str, object]:
+        result = index_status(
+            self.engine,
+            self.config,
+            state=self.state,
+            cache_problem=self.cache_problem,
+            unresolved=self._unresolved_links(),
+        )
+        result.update(
+            socket=str(self.socket_path),
+            pending=self.pending(),
+            watcher=self.watcher.kind,
+            uptime_s=round(time.monotonic() - self._started_mono, 3),
+            connections=self.server.connection_count(),
+            socket_limits=self.server.stats(),
+            http=None if self.http is None else self._http_status(),
+            safety_rescan_s=self.safety_rescan_s,
+            snapshot=dict(self.snapshot),
+        )
+        return result
