@@ -93,3 +93,22 @@ def test_a_snapshot_keeps_the_vector_keys(tmp_path: Path, monkeypatch: pytest.Mo
     stats = scan_with_snapshot(restored)
     assert stats.changed == [] and not restored.vector_keys_missing and made == []
     assert dict(restored.embedding_inputs()) == dict(fresh.embedding_inputs())
+
+
+def test_lookups_stay_right_through_edits_after_the_keys_were_sorted() -> None:
+    """Against a plain dict, through sets, drops and slot reuse after the first lookup."""
+    rng = np.random.default_rng(11)
+    keys, model = VectorKeys(), {}
+    texts = [f"text {n}" for n in range(40)]
+    for step in range(3000):
+        slot, text = int(rng.integers(0, 300)), texts[int(rng.integers(0, 40))]
+        if rng.random() < 0.3:
+            keys.drop([slot])
+            model.pop(slot, None)
+        else:
+            keys.set([slot], [text])
+            model[slot] = text_hash(text)
+        if step % 7 == 0:
+            probe = text_hash(texts[int(rng.integers(0, 40))])
+            want = sorted(s for s, k in model.items() if k == probe)
+            assert keys.slots_of([probe]).tolist() == want

@@ -9,8 +9,9 @@ key and, for the few the cache lacks, their texts.
 Kept as Python dicts (slot → key, key → slots, key → text) that cost ~70 MB and ~1.6 s of a
 start from the index snapshot at 100k entries, ~700 MB and ~18 s at 1M, and a copy of every
 text per applied batch. Here the key is 16 raw bytes in a numpy column, saved in the index
-snapshot; a key's slots are found by binary search over its first 8 bytes (sorted on first
-use after a change, so a batch of edits costs one sort), and a text is made again from the
+snapshot; a key's slots are found by binary search over the keys' first 8 bytes, sorted once,
+plus a small table of the keys set since (sorted again when it grows past a sixteenth of
+the keys, so an edit never waits for a sort of them all); and a text is made again from the
 entries when the sync asks for it (``EmbeddingInputs``).
 """
 
@@ -43,6 +44,9 @@ class VectorKeys:
         self.has = np.zeros(0, dtype=bool)
         self._order: npt.NDArray[np.int64] | None = None  # slots with a key, by prefix
         self._prefix: npt.NDArray[np.uint64] | None = None  # their prefixes, ascending
+        # Keys set since the sort → their slots. A slot dropped or keyed again since keeps
+        # its old place in either: a lookup checks the slot's current key.
+        self._recent: dict[bytes, set[int]] = {}
 
     def _grow(self, rows: int) -> None:
         have = self.has.size
@@ -61,10 +65,15 @@ class VectorKeys:
             return
         self._grow(max(slots) + 1)
         rows = np.asarray(slots, dtype=np.int64)
-        joined = b"".join(key_of(t) for t in texts)
-        self.raw[rows] = np.frombuffer(joined, dtype=np.uint8).reshape(-1, KEY_BYTES)
+        keys = [key_of(t) for t in texts]
+        self.raw[rows] = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(-1, KEY_BYTES)
         self.has[rows] = True
-        self._order = None
+        if self._order is None:
+            return  # sorted, with these, on the next lookup
+        for slot, key in zip(slots, keys, strict=True):
+            self._recent.setdefault(key, set()).add(slot)
+        if len(self._recent) > max(4096, self._order.size // 16):
+            self._order = None
 
     def load(self, slots: npt.NDArray[np.int64], raw: npt.NDArray[np.uint8]) -> None:
         """Take keys read from the index snapshot (``raw[i]`` is the key of ``slots[i]``)."""
@@ -72,6 +81,7 @@ class VectorKeys:
         self.raw[slots] = raw
         self.has[slots] = True
         self._order = None
+        self._recent.clear()
 
     def drop(self, slots: Sequence[int]) -> None:
         if not slots:
@@ -80,7 +90,6 @@ class VectorKeys:
         rows = rows[rows < self.has.size]
         self.has[rows] = False
         self.raw[rows] = 0
-        self._order = None
 
     def hex(self, slot: int) -> str:
         """The key of ``slot`` as the vector cache names it."""
@@ -106,10 +115,14 @@ class VectorKeys:
         firsts = np.frombuffer(b"".join(raw[:8] for raw in wanted), dtype=np.uint64)
         los = np.searchsorted(prefix, firsts, side="left").tolist()
         his = np.searchsorted(prefix, firsts, side="right").tolist()
-        out: list[int] = []
+        found: set[int] = set()
         for raw, lo, hi in zip(wanted, los, his, strict=True):
-            out.extend(int(s) for s in order[lo:hi] if self.raw[s].tobytes() == raw)
-        return np.array(out, dtype=np.int64)
+            found.update(int(s) for s in order[lo:hi] if self._keyed(int(s), raw))
+            found.update(s for s in self._recent.get(raw, ()) if self._keyed(s, raw))
+        return np.array(sorted(found), dtype=np.int64)
+
+    def _keyed(self, slot: int, raw: bytes) -> bool:
+        return bool(self.has[slot]) and self.raw[slot].tobytes() == raw
 
     def _sorted(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
         if self._order is None or self._prefix is None:
@@ -117,6 +130,7 @@ class VectorKeys:
             prefix = np.ascontiguousarray(self.raw[slots, :8]).view(np.uint64).ravel()
             by = np.argsort(prefix, kind="stable")
             self._order, self._prefix = slots[by], prefix[by]
+            self._recent.clear()
         return self._order, self._prefix
 
 
