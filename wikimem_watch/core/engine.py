@@ -28,7 +28,7 @@ import numpy as np
 from ..config import Config
 from ..vectors.texts import embedding_texts
 from .bm25 import Bm25Index
-from .facts import asked_before, entry_epoch_days, indexed_text, make_tokenizer
+from .facts import asked_before, ends_asking, entry_epoch_days, indexed_text, make_tokenizer
 from .models import Entry
 from .names import Names, add_names, name_keys, remove_names
 from .parse import parse_note, text_hash
@@ -86,6 +86,7 @@ class _Prepared:
     record: FileRecord | None = None
     entries: tuple[Entry, ...] = ()
     tokens: list[list[str]] = field(default_factory=list)
+    asks: list[bool] = field(default_factory=list)  # each entry ends with a question
     embedded: list[str] = field(default_factory=list)
 
 
@@ -302,20 +303,28 @@ class Engine(EngineReads):
         warnings = parsed.warnings + ((note.warning,) if note.warning else ())
         for w in warnings:
             log.warning("%s: %s", rel, w)
+        asking = ends_asking(parsed.entries)  # once: the terms and the store's flags need it
         return _Prepared(
             rel,
             record=FileRecord(digest, (), warnings, note.target, stat),
             entries=parsed.entries,
-            tokens=self._tokens(parsed.entries),
+            tokens=self._tokens(parsed.entries, asking),
+            asks=[bool(q) for q in asking],
             embedded=embedding_texts(parsed.entries) if self.tracks_vectors else [],
         )
 
-    def _tokens(self, entries: Sequence[Entry]) -> list[list[str]]:
+    def _tokens(
+        self, entries: Sequence[Entry], asking: Sequence[str] | None = None
+    ) -> list[list[str]]:
         """The index terms of one file's entries (ADR-0009: headings as a field, and a diary
-        entry read with the question the entry before it ended with). Removing the entries
-        derives them again (ADR-0018), so this must depend on the entries alone."""
+        entry read with the question the entry before it ended with; ``asking``:
+        ``ends_asking(entries)`` when the caller has it). Removing the entries derives them
+        again (ADR-0018), so this must depend on the entries alone."""
         weight = self.config.heading_weight
-        asked = asked_before(entries) if self.config.question_context else [""] * len(entries)
+        if self.config.question_context:
+            asked = asked_before(entries, asking)
+        else:
+            asked = [""] * len(entries)
         return [
             self.tokenizer(indexed_text(e, weight, q)) for e, q in zip(entries, asked, strict=True)
         ]
@@ -360,7 +369,9 @@ class Engine(EngineReads):
         """Index the entries of prepared files (one bulk index update) and record them."""
         tokens = [t for p in prepared for t in p.tokens]
         slots = self.index.add_many(tokens)
-        self.store.put(slots, [e for p in prepared for e in p.entries])
+        self.store.put(
+            slots, [e for p in prepared for e in p.entries], [a for p in prepared for a in p.asks]
+        )
         start = 0
         for p in prepared:
             assert p.record is not None

@@ -85,22 +85,29 @@ def trailing_question(text: str) -> str:
     return " ".join(reversed(asked))
 
 
-def asked_before(entries: Sequence[Entry]) -> list[str]:
+def ends_asking(entries: Sequence[Entry]) -> list[str]:
+    """The question each diary entry ends with ("" for a statement and for wiki items)."""
+    return [trailing_question(e.text) if e.kind == "diary" else "" for e in entries]
+
+
+def asked_before(entries: Sequence[Entry], asking: Sequence[str] | None = None) -> list[str]:
     """For each entry of one file, the question the diary entry before it ended with.
 
     In a log of a conversation the answer follows the question, and a question's words
     describe its answer: "你喜欢哪种菜系呢？" is answered by the next entry, which may never say
     菜系. So a diary entry is also indexed under the question its predecessor in the same
     file ended with (ADR-0009). Entries are taken in day order (time, then line), as the
-    engine links them; wiki items get nothing.
+    engine links them; wiki items get nothing. ``asking``: ``ends_asking(entries)``, when the
+    caller has it already.
     """
+    asking = ends_asking(entries) if asking is None else asking
     asked = [""] * len(entries)
     order = sorted(
         (i for i, e in enumerate(entries) if e.kind == "diary"),
         key=lambda i: (entries[i].time or "", entries[i].line),
     )
     for before, after in zip(order, order[1:], strict=False):
-        asked[after] = trailing_question(entries[before].text)
+        asked[after] = asking[before]
     return asked
 
 

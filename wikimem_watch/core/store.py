@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .columns import I64, ListColumn, StrColumn
-from .facts import entry_epoch_days, trailing_question
+from .facts import ends_asking, entry_epoch_days
 from .models import Entry, Link
 
 _WIKIMEM = 2  # link flag bits: 1 = embed, 2 = wikimem style
@@ -163,8 +163,11 @@ class EntryStore:
 
     # -------------------------------------------------------------------- writing
 
-    def put(self, slots: Sequence[int], entries: Sequence[Entry]) -> None:
-        """Store ``entries`` at ``slots`` (grown to fit). Raises ``ValueError`` for an entry
+    def put(
+        self, slots: Sequence[int], entries: Sequence[Entry], asks: Sequence[bool] | None = None
+    ) -> None:
+        """Store ``entries`` at ``slots`` (grown to fit); ``asks``: whether each ends with a
+        question, when the caller has it (else found here). Raises ``ValueError`` for an entry
         the columns cannot give back unchanged (an id outside its path, a time that is not
         ``HH:MM``, a hash that is not 32 hex digits): the parser makes none."""
         if not slots:
@@ -187,7 +190,7 @@ class EntryStore:
         self.minute[rows] = [_minute_of(e) for e in entries]
         self.day[rows] = [_day_of(e) for e in entries]
         self.wiki[rows] = [e.kind == "wiki" for e in entries]
-        self.asks[rows] = [e.kind == "diary" and bool(trailing_question(e.text)) for e in entries]
+        self.asks[rows] = [bool(q) for q in ends_asking(entries)] if asks is None else asks
         self.epoch[rows] = [entry_epoch_days(e) for e in entries]
         self.key.put(rows, keys)
         self.heading.put(rows, [e.heading for e in entries])
