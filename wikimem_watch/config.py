@@ -60,6 +60,7 @@ class Config:
     weight_recency: float = 0.05
     weight_previous: float = 0.3  # ADR-0009
     weight_question: float = 0.6  # ADR-0009 §10
+    weight_information: float = 0.3  # ADR-0009 §11
     half_life_days: float = 90.0
     debounce_ms: int = 25
     poll: bool = False

@@ -46,8 +46,8 @@ EMBED_KINDS = ("none", "local", "http", "hash")
 VAULT_SETTABLE = frozenset(
     (
         "include exclude k1 b stop_words stem heading_weight question_context jieba weight_bm25 "
-        "weight_vector weight_recency weight_previous weight_question half_life_days debounce_ms "
-        "poll embed embed_endpoint embed_batch embed_peer_grace_s"
+        "weight_vector weight_recency weight_previous weight_question weight_information "
+        "half_life_days debounce_ms poll embed embed_endpoint embed_batch embed_peer_grace_s"
     ).split()
 )
 
@@ -62,7 +62,7 @@ _FIELDS_BY_TYPE = {
     "int": "heading_weight debounce_ms embed_batch max_request_bytes max_buffered_bytes "
     "max_connections",
     "float": "k1 b weight_bm25 weight_vector weight_recency weight_previous weight_question "
-    "half_life_days embed_peer_grace_s idle_timeout_s",
+    "weight_information half_life_days embed_peer_grace_s idle_timeout_s",
     "str": "embed embed_api_key_env",
     "str | None": "embed_endpoint embed_url embed_model http",
 }
@@ -80,6 +80,7 @@ _RANGES: dict[str, tuple[float, float, bool]] = {
     "weight_recency": (0.0, 1e6, False),
     "weight_previous": (0.0, 1e6, False),
     "weight_question": (0.0, 1e6, False),
+    "weight_information": (0.0, 1e6, False),
     "heading_weight": (1, 20, False),
     "half_life_days": (0.0, 365_000.0, True),
     "debounce_ms": (0, 10_000, False),

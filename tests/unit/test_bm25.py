@@ -211,3 +211,21 @@ def test_matched_terms_of_several_documents_agree_with_one_at_a_time() -> None:
     want = [index.index.matched_terms(s, query) for s in slots]
     assert index.index.matched_terms_of(slots, query) == want
     assert want[-1] == [] and ["cat", "food"] in want
+
+
+def test_information_sums_the_idf_of_distinct_known_terms() -> None:
+    index = Bm25Index()
+    docs = [["tea", "cake"], ["tea", "tea", "bread"], ["tea", "jam"], ["coffee"]]
+    for doc in docs:
+        index.add(doc)
+
+    def idf(term: str) -> float:
+        n, df = len(docs), sum(term in d for d in docs)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    got = index.information(["tea", "jam", "jam", "unknown"])
+    assert got == pytest.approx(idf("tea") + idf("jam"))
+    assert index.information([]) == 0.0
+    index.remove(2, ["tea", "jam"])  # statistics follow the edit: jam is gone, tea rarer
+    docs.pop(2)
+    assert index.information(["tea", "jam"]) == pytest.approx(idf("tea"))

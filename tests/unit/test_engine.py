@@ -194,3 +194,30 @@ def test_image_embeds_and_other_attachments_are_not_unresolved_links(tmp_path: P
     targets = [u["target"] for u in fresh(tmp_path).unresolved_links()]
     assert targets == ["Release 1.2", "missing note"]
     assert Link("cover.png", embed=True).attachment and not Link("notes.md").attachment
+
+
+def test_information_after_edits_equals_a_fresh_scan(tmp_path: Path) -> None:
+    day = "diary/2026-11-01.md"
+    write(tmp_path, day, "## 09:00\nzebra quokka tea\n")
+    write(tmp_path, "wiki/food.md", "## cake\ntea and cake\n")
+    engine = fresh(tmp_path)
+
+    def info(e: Engine) -> dict[str, float]:
+        slots = [s for rec in e.files.values() for s in rec.slots]
+        return {e.slot_id(s): v for s, v in zip(slots, e.information(slots).tolist(), strict=True)}
+
+    first = info(engine)  # remembers each entry's terms
+    assert first == info(fresh(tmp_path)) and first[day + "#09:00"] > first["wiki/food.md#cake"]
+    # The same text comes back at the same slot after its rare words were forgotten: their
+    # new ids must be read, not the remembered ones.
+    (tmp_path / day).unlink()
+    engine.apply([day])
+    engine.index.flush(force=True)
+    assert engine.index.forgotten == 2  # zebra, quokka
+    write(tmp_path, day, "## 09:00\nzebra quokka tea\n")
+    engine.apply([day])
+    assert info(engine) == info(fresh(tmp_path)) == first
+    write(tmp_path, day, "## 09:00\ntea\n")  # an edit: the content hash differs
+    engine.apply([day])
+    assert info(engine) == info(fresh(tmp_path))
+    assert info(engine)[day + "#09:00"] < first[day + "#09:00"]

@@ -315,3 +315,48 @@ def test_an_answer_ranks_above_the_question_that_announced_it(tmp_path: Path) ->
         # With the entry before weighing as any neighbour does, the question wins.
         even = ask(engine, q=q, now=now, weights={"question": 0.3})
         assert hits(even)[0]["id"] == answer.replace(":01", ":00")
+
+
+FILMS = {
+    # The answer says much; the turns around it say the query's words in fewer.
+    "diary/2026-11-07.md": "## 20:00\nUser: I want to see a film this weekend.\n\n"
+    "AI: Happy to help with that.\n\n"
+    "## 20:01\nUser: Comedy or adventure, either is fine.\n\nAI: For comedy, the film "
+    "Paddington 2: a bear takes a window-cleaning job to buy a pop-up book of London. For "
+    "adventure, Life of Pi: a boy adrift on a lifeboat with a Bengal tiger.\n\n"
+    "## 20:02\nUser: Sounds good, thanks.\n\nAI: Enjoy the film!\n",
+    "diary/2026-11-08.md": "## 09:00\nBought bread and milk.\n",
+}
+
+
+def test_the_entry_that_says_more_ranks_above_one_that_echoes_the_words(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, FILMS)
+    q, now = "which film did you recommend on November 7", "2026-11-25T12:00:00"
+    got = hits(ask(engine, q=q, now=now, explain=True))
+    assert [h["id"][-5:] for h in got] == ["20:01", "20:02", "20:00"]
+    explain = got[0]["explain"]
+    assert explain["weights"]["information"] == 0.3 and explain["information"] == 1.0
+    assert 0.0 < got[1]["explain"]["information"] < 0.5  # "sounds good, thanks" says little
+    # Scored by its words alone, the short echo wins.
+    plain = hits(ask(engine, q=q, now=now, weights={"information": 0}, explain=True))
+    assert plain[0]["id"].endswith("#20:02")
+    assert all(h["explain"]["information"] == 0.0 for h in plain)
+
+
+def test_information_only_reorders_the_best_candidates(tmp_path: Path) -> None:
+    # Thirty entries match "tea": the first ten say only that, more or less often; the rest
+    # say it once among up to four words of their own. Hits for any k up to the pool agree.
+    days = {}
+    for d in range(1, 31):
+        words = ["tea"] * (1 + d % 3) if d <= 10 else ["tea", *(f"w{d}x{i}" for i in range(d % 5))]
+        days[f"diary/2026-10-{d:02d}.md"] = "## 08:00\n" + " ".join(words) + "\n"
+    engine = engine_for(tmp_path, days)
+
+    def days_of(k: int, information: float = 0.3) -> list[str]:
+        weights = {"recency": 0, "information": information}
+        return [str(h["date"])[-2:] for h in hits(ask(engine, q="tea", k=k, weights=weights))]
+
+    assert days_of(3) == days_of(10)[:3] and days_of(10) == days_of(20)[:10]
+    # Said once among words of their own, 12 and 17 pass entries that only repeat "tea".
+    assert days_of(10)[3:5] == ["12", "17"]
+    assert days_of(10, 0)[3:5] == ["01", "04"]

@@ -77,6 +77,7 @@ class Bm25Index:
         self._dead: list[int] = []
         self._dirty_terms: set[int] = set()
         self._total_len = 0
+        self.forgotten = 0  # terms dropped at df 0 (their ids are never given again)
 
     @classmethod
     def from_postings(
@@ -314,6 +315,7 @@ class Bm25Index:
                 # Forget the term entirely so the vocabulary never grows from churn alone.
                 del self._term_id[self._terms[tid]]
                 self._terms[tid] = ""
+                self.forgotten += 1
                 self._unsorted.discard(tid)
         self._free.extend(self._dead)
         self._dead.clear()
@@ -407,6 +409,24 @@ class Bm25Index:
             scores[~self._alive[: len(scores)]] = 0.0
         hit = np.flatnonzero(scores > 0.0)
         return hit.astype(np.int64), scores[hit]
+
+    def information(self, terms: Iterable[str]) -> float:
+        """The sum of the idf of the distinct ``terms`` the index holds: how much a text with
+        these terms says, in the units BM25 scores in (ADR-0009 §11)."""
+        return self.idf_sum(self.term_ids(terms))
+
+    def term_ids(self, terms: Iterable[str]) -> array[int]:
+        """The ids of the distinct ``terms`` the index holds. An id stays the term's while
+        any document holds it; ``forgotten`` counts the terms dropped since the start."""
+        return array("i", {t for t in map(self._term_id.get, terms) if t is not None})
+
+    def idf_sum(self, tids: Iterable[int]) -> float:
+        """The sum of the idf of terms by id, by the current statistics (so exact after any
+        edit); a term no live document holds counts 0."""
+        n, df = self._live, self._df
+        return sum(
+            math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in map(df.__getitem__, tids) if d
+        )
 
     def matched_terms_of(self, slots: Sequence[int], terms: Iterable[str]) -> list[list[str]]:
         """``matched_terms`` for several documents: one search per term, not per pair."""

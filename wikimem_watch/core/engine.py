@@ -125,6 +125,8 @@ class Engine(EngineReads):
         # Files restored from a snapshot whose digests are not folded into ``_digest`` yet:
         # XOR commutes, so ``digest()`` folds them in when first asked (ADR-0015).
         self._digest_pending: set[str] = set()
+        self._term_ids: dict[int, tuple[bytes, array[int]]] = {}  # for ``information``
+        self._term_ids_at = 0
         # The vector side, kept as we go when an embedder is configured (ADR-0008): each
         # slot's vector key, a column saved in the index snapshot (core/vector_keys.py). A
         # BM25-only engine keeps none (at 1M entries: 16 MB, and hashing every text).
@@ -152,6 +154,7 @@ class Engine(EngineReads):
             if self.files or self.skipped or len(self.index):
                 raise RuntimeError("restore() needs an empty engine")
             self.index, self.store, self.files = index, store, files
+            self._term_ids.clear()  # ids of the index replaced
             for rel, record in files.items():
                 if record.target is not None:
                     self._links_to.setdefault(record.target, set()).add(rel)

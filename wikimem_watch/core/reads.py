@@ -23,6 +23,7 @@ from .bm25 import Bm25Index
 from .models import Entry, Link
 from .names import Names, add_names, name_keys, paths_named
 from .store import EntryStore, as_rows
+from .tokenize import Tokenizer
 from .vector_keys import VectorKeys
 
 TYPE_CHECKING = False
@@ -42,12 +43,18 @@ def file_digest(rel: str, key_sizes: bytes, keys: bytes, hashes: bytes) -> int:
     return int.from_bytes(raw.digest(), "big")
 
 
+TERM_IDS_KEPT = 16384  # entries whose term ids ``information`` remembers (~4 MB)
+
+
 class EngineReads:
     """Read methods over the engine's state (declared here for the type checker)."""
 
     lock: threading.RLock
     index: Bm25Index
     store: EntryStore
+    tokenizer: Tokenizer
+    _term_ids: dict[int, tuple[bytes, array[int]]]  # slot → (content hash, its term ids)
+    _term_ids_at: int  # ``index.forgotten`` when they were read
     files: dict[str, FileRecord]
     days: dict[str, array[int]]
     _names: Names | None
@@ -89,6 +96,30 @@ class EngineReads:
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
         """Per-slot day ordinal (0 = none), is-wiki flag and entry time in epoch days."""
         return self.store.day, self.store.wiki, self.store.epoch
+
+    def information(self, slots: Sequence[int]) -> npt.NDArray[np.float64]:
+        """Per slot, how much its entry says: the idf summed over the distinct terms of its
+        text, tags and (for an item named by its heading) heading, by the index's current
+        statistics (``Bm25Index.information``, ADR-0009 §11).
+
+        An entry's term ids are remembered by slot and content hash (tokenizing a text costs
+        ~30 µs, summing its idf ~5), and forgotten together when the index drops a term.
+        """
+        store, index, cache = self.store, self.index, self._term_ids
+        if self._term_ids_at != index.forgotten or len(cache) >= TERM_IDS_KEPT:
+            cache.clear()
+            self._term_ids_at = index.forgotten
+        out = np.zeros(len(slots))
+        for j, slot in enumerate(slots):
+            digest = store.hash[slot].tobytes()
+            held = cache.get(slot)
+            if held is None or held[0] != digest:
+                parts = [store.text.get(slot) or "", " ".join(store.tags_of(slot))]
+                if store.wiki.item(slot) or store.minute.item(slot) < 0:
+                    parts.append(store.heading.get(slot) or "")
+                held = cache[slot] = (digest, index.term_ids(self.tokenizer("\n".join(parts))))
+            out[j] = index.idf_sum(held[1])
+        return out
 
     def previous_slots(self) -> npt.NDArray[np.int32]:
         """Per slot, the slot of the diary entry before it in its file (-1: none)."""

@@ -25,6 +25,7 @@ class Weights:
     recency: float = 0.0
     previous: float = 0.0
     question: float = 0.0  # ``previous`` when the entry before asked a question (ADR-0009 §10)
+    information: float = 0.0  # how much an entry says, among the best candidates (§11)
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -33,6 +34,7 @@ class Weights:
             "recency": self.recency,
             "previous": self.previous,
             "question": self.question,
+            "information": self.information,
         }
 
 

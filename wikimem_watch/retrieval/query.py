@@ -39,6 +39,7 @@ I64 = npt.NDArray[np.int64]
 B1 = npt.NDArray[np.bool_]
 _EPOCH = 719163  # date(1970, 1, 1).toordinal()
 VECTOR_POOL = 200  # BM25 candidates that get a cosine (ADR-0007)
+INFORMATION_POOL = 20  # best candidates, inside the window and outside, whose information counts
 
 
 class VectorSignal(Protocol):
@@ -148,6 +149,10 @@ def _ranked(
     rec = recency(now_days - epoch[slots], half_life) if slots.size else np.zeros(0)
     fused += weights.recency * rec
     inside = _inside(engine, gate, slots) if gate is not None else np.zeros(slots.size, bool)
+    info = np.zeros(slots.size)
+    if weights.information > 0:
+        info = _information(engine, slots, fused, inside, max(req.k, INFORMATION_POOL))
+        fused += weights.information * info
     order = _gate_first(engine, slots, fused, inside, req.k)
     hits: list[dict[str, object]] = []
     hit_slots = [int(slots[j]) for j in order]
@@ -166,6 +171,7 @@ def _ranked(
                 "cosine": None if np.isnan(cos[j]) else float(cos[j]),
                 "cosine_norm": float(cos_norm[j]),
                 "recency": float(rec[j]),
+                "information": float(info[j]),
                 "half_life_days": half_life,
                 "weights": weights.as_dict(),
                 "matched_terms": matched,
@@ -193,6 +199,23 @@ def _gate_first(engine: Engine, slots: I64, fused: F64, inside: B1, k: int) -> I
     return np.concatenate([head, tail]).astype(np.int64)
 
 
+def _information(engine: Engine, slots: I64, fused: F64, inside: B1, pool: int) -> F64:
+    """How much each of the best ``pool`` candidates inside the window and outside it says,
+    scaled by the most informative of them; 0 for the rest (ADR-0009 §11).
+
+    Among entries that match a question about as well, the one that says more is the answer
+    more often than the one that announces or echoes it ("I have a problem" / "sounds good,
+    thanks"). Like the vector pool, the signal only reorders the best candidates: it never
+    lowers a score, so the rest stay behind them, and a fixed pool makes the hits for any
+    ``k`` up to it prefixes of one another. Reading an entry's terms costs ~30 µs.
+    """
+    info = np.zeros(slots.size)
+    groups = (np.flatnonzero(inside), np.flatnonzero(~inside))
+    best = np.concatenate([g[best_first(fused[g], pool)] for g in groups])
+    info[best] = normalise_max(engine.information(slots[best].tolist()))
+    return info
+
+
 def _weights(engine: Engine, req: QueryRequest) -> Weights:
     c = engine.config
     w = {
@@ -201,9 +224,10 @@ def _weights(engine: Engine, req: QueryRequest) -> Weights:
         "recency": c.weight_recency,
         "previous": c.weight_previous,
         "question": c.weight_question,
+        "information": c.weight_information,
     }
     w.update(req.weights or {})
-    return Weights(w["bm25"], w["vector"], w["recency"], w["previous"], w["question"])
+    return Weights(**w)
 
 
 def _filter(engine: Engine, req: QueryRequest, slots: I64) -> B1:

@@ -15,7 +15,7 @@ from datetime import date, datetime
 from ..errors import BadRequest
 
 KINDS = ("diary", "wiki")
-WEIGHT_KEYS = ("bm25", "vector", "recency", "previous", "question")
+WEIGHT_KEYS = ("bm25", "vector", "recency", "previous", "question", "information")
 MAX_K = 1000
 MAX_BUDGET_TOKENS = 10_000_000
 MAX_HALF_LIFE_DAYS = 365_000.0  # a thousand years: longer is "no decay", say so with weight 0

@@ -65,6 +65,7 @@ def _print_hit(hit: dict[str, object], indent: str) -> None:
             f"{indent}        bm25 {explain['bm25_own']:.3f} + previous "
             f"{explain['bm25_previous']:.3f} → {explain['bm25_norm']:.2f}×{w['bm25']:g}{vector}"
             f"  recency {explain['recency']:.3f}×{w['recency']:g}"
+            f"  information {explain['information']:.2f}×{w['information']:g}"
             f"  terms {','.join(explain['matched_terms'])}"
         )
 
