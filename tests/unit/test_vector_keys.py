@@ -36,12 +36,18 @@ def test_embedding_inputs_make_a_text_only_when_asked() -> None:
 
     def text_of(key: str) -> str | None:
         asked.append(key)
-        return None if key == gone else key[:4]
+        return key[:4] if key in (a, b) else None  # the engine: no live entry, no text
 
-    inputs = EmbeddingInputs(raw.reshape(4, -1), text_of)
+    listed: list[int] = []
+
+    def keys() -> np.ndarray:
+        listed.append(1)
+        return raw.reshape(4, -1)
+
+    inputs = EmbeddingInputs(keys, text_of)
+    assert inputs[a] == a[:4] and asked == [a] and listed == []  # a text without the list
     assert list(inputs) == [a, b, gone] and len(inputs) == 3  # each key once, in slot order
-    assert b in inputs and "z" not in inputs and asked == []
-    assert inputs[a] == a[:4] and asked == [a]
+    assert b in inputs and "z" not in inputs and asked == [a] and listed == [1]
     assert inputs.get(gone) is None and inputs.get("z") is None
     with pytest.raises(KeyError):
         inputs[gone]

@@ -36,7 +36,7 @@ from .reads import EngineReads, EntriesView
 from .scan import map_in_order
 from .store import EntryStore
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
-from .vector_keys import EmbeddingInputs, VectorKeys, key_of
+from .vector_keys import EmbeddingInputs, VectorKeys, hex_keys, key_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the vector side loads only when an embedder is configured
@@ -57,6 +57,9 @@ RACY_NS = 2_000_000_000
 # so Python's allocator cannot return their room: with 4096 a cold build of 100k entries
 # peaked ~18 MB higher than with 1024, which costs ~0.5-1 s more CPU there (ADR-0018).
 _BULK_ENTRIES = 1024
+# Vector keys set since the last sync, remembered so the sync looks at those only; past
+# this many (a sync that has not run for a long while) it looks at every key instead.
+FRESH_KEYS_KEPT = 65536
 
 
 @dataclass(slots=True)
@@ -133,6 +136,9 @@ class Engine(EngineReads):
         self.tracks_vectors = config.embed != "none"
         self.vector_keys = VectorKeys()
         self.vector_keys_missing = False  # restored from a snapshot saved without them
+        # Keys set and dropped since the last ``sync_vectors`` (None: look at every key).
+        self._fresh_vector_keys: set[str] | None = None
+        self._removed_vector_keys = 0
         # Set by the owner (daemon or CLI) when an embedder is configured: ADR-0007.
         self.vectors: VectorService | None = None
 
@@ -155,6 +161,7 @@ class Engine(EngineReads):
                 raise RuntimeError("restore() needs an empty engine")
             self.index, self.store, self.files = index, store, files
             self._term_ids.clear()  # ids of the index replaced
+            self._fresh_vector_keys = None  # the cache may lack any of them
             for rel, record in files.items():
                 if record.target is not None:
                     self._links_to.setdefault(record.target, set()).add(rel)
@@ -234,23 +241,37 @@ class Engine(EngineReads):
         return stats
 
     def sync_vectors(self, *, rebuild: bool = False) -> None:
-        """Queue every live entry for background embedding (only missing keys cost a call).
+        """Queue the entries for background embedding (only keys the cache lacks cost a call).
 
-        The daemon calls this once per applied batch, not per file: the input map holds
-        every live key (a copy of the key column), and makes a text only when asked.
+        The daemon calls this once per applied batch, not per file. With it go the keys set
+        and the count of keys dropped since the last call, so the sync looks at those only
+        and an edit costs the same at 10k and 1M entries (ADR-0020); every key is looked at
+        after a start, a rebuild, or more than ``FRESH_KEYS_KEPT`` keys.
         """
-        if self.vectors is not None:
-            self.vectors.update(self.embedding_inputs(), rebuild=rebuild)
+        if self.vectors is None:
+            return
+        with self.lock:
+            fresh, self._fresh_vector_keys = self._fresh_vector_keys, set()
+            removed, self._removed_vector_keys = self._removed_vector_keys, 0
+        self.vectors.update(
+            self.embedding_inputs(),
+            fresh=None if rebuild else fresh,
+            removed=removed,
+            rebuild=rebuild,
+        )
 
     def embedding_inputs(self) -> EmbeddingInputs:
         """Every live entry's vector key (content hash of its embedded text) → that text,
-        made when asked (``vector_keys.EmbeddingInputs``).
+        made when asked (``vector_keys.EmbeddingInputs``; the keys are copied when first
+        listed).
 
         Empty unless an embedder is configured (``tracks_vectors``).
         """
+        return EmbeddingInputs(self._live_vector_keys, self.embedded_text)
+
+    def _live_vector_keys(self) -> npt.NDArray[np.uint8]:
         with self.lock:
-            keys = self.vector_keys.live()
-        return EmbeddingInputs(keys, self.embedded_text)
+            return self.vector_keys.live()
 
     def embedded_text(self, key: str) -> str | None:
         """The text embedded for the live entries with vector key ``key``; None when no
@@ -408,6 +429,11 @@ class Engine(EngineReads):
 
     def _track_vectors(self, slots: list[int], texts: list[str]) -> None:
         self.vector_keys.set(slots, texts)  # keyed by the embedded text, never a path
+        fresh = self._fresh_vector_keys
+        if fresh is not None:
+            fresh.update(hex_keys(self.vector_keys.raw[slots]))
+            if len(fresh) > FRESH_KEYS_KEPT:
+                self._fresh_vector_keys = None  # the next sync looks at every key
 
     def _drop(self, rel: str) -> bool:
         self.skipped.pop(rel, None)
@@ -429,6 +455,7 @@ class Engine(EngineReads):
         else:
             self._digest ^= record.digest
         self.vector_keys.drop(slots)
+        self._removed_vector_keys += len(slots) if self.tracks_vectors else 0
         for slot, entry in zip(slots, entries, strict=True):
             self._unlink(slot)
             if entry.date is not None:

@@ -143,14 +143,19 @@ def hex_keys(raw: npt.NDArray[np.uint8]) -> list[str]:
 class EmbeddingInputs(Mapping[str, str]):
     """Every live entry's vector key → the text embedded for it, a text made when asked.
 
-    The keys are those of the moment it was made (a copy of the raw column: the engine's
-    lock is held for that copy only; they are written out as text on first use, by the
-    sync's thread). ``text_of`` makes a key's text from the engine as it is when asked: an
-    entry edited or removed since then has no text (a ``KeyError``), and the sync skips it;
-    the next batch brings the new key.
+    Nothing is read until asked. The keys are those of the moment they are first listed
+    (``raw`` copies the raw column under the engine's lock; they are written out as text
+    once, by the sync's thread): a sync that only embeds the keys a batch added never lists
+    them (ADR-0020). ``text_of`` makes a key's text from the engine as it is when asked: a key
+    no live entry has (edited or removed since) has no text (a ``KeyError``), and the sync
+    skips it; the next batch brings the new key.
     """
 
-    def __init__(self, raw: npt.NDArray[np.uint8], text_of: Callable[[str], str | None]) -> None:
+    def __init__(
+        self,
+        raw: Callable[[], npt.NDArray[np.uint8]],
+        text_of: Callable[[str], str | None],
+    ) -> None:
         self._raw = raw
         self._keys: list[str] | None = None  # each key once, in slot order
         self._set: frozenset[str] | None = None
@@ -158,11 +163,11 @@ class EmbeddingInputs(Mapping[str, str]):
 
     def _ordered(self) -> list[str]:
         if self._keys is None:
-            self._keys = list(dict.fromkeys(hex_keys(self._raw)))
+            self._keys = list(dict.fromkeys(hex_keys(self._raw())))
         return self._keys
 
     def __getitem__(self, key: str) -> str:
-        text = self._text_of(key) if key in self else None
+        text = self._text_of(key)  # O(log n): never lists the keys
         if text is None:
             raise KeyError(key)
         return text

@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -107,6 +107,9 @@ class VectorCache:
         self._m = VectorMatrix(dim if isinstance(dim, int) else 0)
         self._groups: dict[str, _Group] = {}  # keys-file name → group
         self._failed: dict[str, tuple[int, ...]] = {}  # keys-file name → signature that failed
+        # Rows added, keys dropped and rows picked up since dead rows were last counted: an
+        # upper bound on how many more rows can have died (``maintain``).
+        self.churn = 0
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -146,6 +149,7 @@ class VectorCache:
                 if self._load_group(name) == "ok":
                     arrived += 1
                     self._groups[name].arrived_at = time.monotonic()
+                    self.churn += self._groups[name].rows
             if arrived:
                 self.last_arrival = time.monotonic()
             return arrived
@@ -264,6 +268,7 @@ class VectorCache:
             matrix = np.ascontiguousarray(np.concatenate(list(fresh.values())))
             spans = packed([(h, v.shape[0]) for h, v in fresh.items()])
             self._m.append(spans, matrix)
+            self.churn += int(matrix.shape[0])
             try:
                 self._write(spans, matrix)
             except OSError as exc:
@@ -303,22 +308,41 @@ class VectorCache:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-    def maintain(self, live: Collection[str]) -> int:
+    def maintain(
+        self, live: Collection[str] | Callable[[], Collection[str]], *, exact: bool = True
+    ) -> int:
         """Merge files as the policy says (``policy.py``) until it is satisfied; returns the
-        number of merges. Raises OSError when a write fails (the old files stay)."""
+        number of merges. Raises OSError when a write fails (the old files stay).
+
+        ``live`` are the hashes live entries need (or a function that lists them, called at
+        most once). Counting dead rows reads all of them, O(the vault); with ``exact`` False
+        that is done only once ``churn`` passes a quarter of the dead rows the base may hold
+        (until then segments still merge by size), so a count follows Θ(base) changes and
+        costs O(1) per change, amortised; a dead share can pass the policy's by that quarter.
+        """
+        held: list[Collection[str]] = []
+
+        def keys() -> Collection[str]:
+            if not held:
+                held.append(live() if callable(live) else live)
+            return held[0]
+
         with self._lock:
             if self.state == "mismatch":
                 return 0
             steps = 0
             while steps < 64:
-                dead = sum(g.rows for g in self._groups.values())
-                dead -= self._m.live_rows_on_disk(live)
                 groups = [(name, g.rows) for name, g in self._groups.items()]
+                base_rows = max((rows for _, rows in groups), default=0)
+                dead = 0
+                if exact or 4 * self.churn >= self.policy.max_dead_fraction * base_rows:
+                    dead = sum(rows for _, rows in groups) - self._m.live_rows_on_disk(keys())
+                    self.churn, exact = 0, True
                 step = next_step(groups, dead, self.policy)
                 if step is None:
                     break
                 if step.kind == "base":
-                    self.compact(live)
+                    self.compact(keys())
                 else:
                     hashes = [h for name in step.names for h in self._groups[name].hashes]
                     out = self._write(*self._m.gather(hashes))

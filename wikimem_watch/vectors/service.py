@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,9 +64,18 @@ class VectorService:
                 "mismatch", "vector cache is for another model: BM25 only until `embed`"
             )
 
-    def update(self, entries: Mapping[str, str], *, rebuild: bool = False) -> None:
-        """Queue the live entries (hash → text) for background embedding; returns at once."""
-        self.sync.start_background(entries, rebuild=rebuild)
+    def update(
+        self,
+        entries: Mapping[str, str],
+        *,
+        fresh: Collection[str] | None = None,
+        removed: int = 0,
+        rebuild: bool = False,
+    ) -> None:
+        """Queue the live entries (hash → text) for background embedding; returns at once.
+        ``fresh``: the keys set since the last update (None: any may be missing);
+        ``removed``: how many keys were dropped since (``VectorSync.start_background``)."""
+        self.sync.start_background(entries, fresh=fresh, removed=removed, rebuild=rebuild)
 
     def warm(self, text: str) -> None:
         """Embed ``text`` as a query now (memoised), so a later ``cosines`` does not wait."""

@@ -18,7 +18,8 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from wikimem_watch.vectors.cache import VectorCache
@@ -47,6 +48,17 @@ REBUILD_DIR = "rebuild"  # a rebuild's new cache, beside the working one until i
 ProgressFn = Callable[[int, int], None]  # (done, total)
 POLL_S = 2.0  # how often an idle background thread looks for other machines' segments
 WAIT_POLL_S = 0.2  # ... and while it waits for another daemon's vectors
+
+
+@dataclass(slots=True)
+class _Job:
+    """One queued sync: the entries, and what changed since the job before (``fresh``:
+    keys set, None when any may be missing; ``removed``: keys dropped)."""
+
+    entries: Mapping[str, str]
+    rebuild: bool = False
+    fresh: set[str] | None = None
+    removed: int = 0
 
 
 class VectorSync:
@@ -79,7 +91,7 @@ class VectorSync:
         self.last_error: str | None = None
         self._run_lock = threading.Lock()
         self._wake = threading.Condition()
-        self._target: tuple[Mapping[str, str], bool] | None = None
+        self._target: _Job | None = None
         self._last: Mapping[str, str] | None = None  # the latest entries, for deferred work
         self._busy = False
         self._stop = threading.Event()
@@ -89,6 +101,7 @@ class VectorSync:
         self._waiting: dict[str, float] = {}  # hash another daemon owns → when first missed
         self._deferred: set[str] = set()  # ... and still within its grace
         self._maintained = False
+        self._complete = False  # the last sync embedded everything it found missing
 
     @property
     def failed(self) -> int:
@@ -96,7 +109,13 @@ class VectorSync:
         return len(self._failed)
 
     def sync(
-        self, entries: Mapping[str, str], *, rebuild: bool = False, defer: bool = False
+        self,
+        entries: Mapping[str, str],
+        *,
+        rebuild: bool = False,
+        defer: bool = False,
+        fresh: Collection[str] | None = None,
+        removed: int = 0,
     ) -> int:
         """Embed the missing ``entries`` (hash → text); returns how many were embedded.
 
@@ -105,25 +124,36 @@ class VectorSync:
         otherwise. ``defer`` (the background thread) leaves texts another active daemon owns
         for it, within the peers' grace (``peers.py``). Merges files after writing some
         (``policy.py``). Raises EmbedError when the embedder fails (what was embedded is kept).
+
+        ``fresh`` are the keys set since the previous sync and ``removed`` how many were
+        dropped: when that sync embedded everything it found missing, only ``fresh`` can be
+        missing now, so only they are looked up, and dead rows are counted only once enough
+        has changed (``VectorCache.maintain``): O(the change), not O(the vault) (ADR-0020).
         """
         with self._run_lock:
             cache = self.cache
             if cache.state == "off":  # never embed against an unread cache: it would redo all
                 cache.load()
+            cache.churn += removed
+            delta = fresh is not None and self._complete and self._maintained
+            self._complete = False
             if rebuild:
                 self._deferred.clear()
                 return self._rebuild(entries)
             cache.refresh()  # another machine's segments may hold what we lack
-            todo = [] if cache.state == "mismatch" else cache.missing(entries)
+            wanted = fresh if delta and fresh is not None else entries
+            todo = [] if cache.state == "mismatch" else cache.missing(wanted)
+            todo = [h for h in todo if h not in self._failed]  # not retried until a rebuild
             todo = self._defer(todo) if defer else todo
             done = self._fill(cache, todo, entries)
             if done == len(todo) and (done or not self._maintained):
-                self._maintained = True  # after a write of ours, and once after loading
                 try:
-                    cache.maintain(entries.keys())
+                    cache.maintain(entries.keys, exact=not delta)
                 except OSError as exc:
                     cache.last_error = f"cannot merge vector cache files: {exc}"
                     log.warning("%s (vectors kept in memory)", cache.last_error)
+                self._maintained = True  # after a write of ours, and once after loading
+            self._complete = done == len(todo) and not self._deferred
             return done
 
     def _defer(self, todo: list[str]) -> list[str]:
@@ -242,17 +272,33 @@ class VectorSync:
 
     # -- background ------------------------------------------------------------------------
 
-    def start_background(self, entries: Mapping[str, str], *, rebuild: bool = False) -> None:
+    def start_background(
+        self,
+        entries: Mapping[str, str],
+        *,
+        fresh: Collection[str] | None = None,
+        removed: int = 0,
+        rebuild: bool = False,
+    ) -> None:
         """Queue ``entries`` for the background thread (started on first use); returns at once.
 
-        A newer call replaces a queued one that has not started: the latest vault wins.
-        ``entries`` is kept as given: the engine's is already a copy of the moment
-        (``EmbeddingInputs``), whose texts are made when embedded.
+        A newer call replaces a queued one that has not started: the latest vault wins, with
+        the changes of both (``fresh``, ``removed``: see ``sync``). ``entries`` is kept as
+        given: the engine's makes its keys and texts when asked (``EmbeddingInputs``).
         """
         with self._wake:
-            self._target = (entries, rebuild)
+            queued = self._target
+            keys = None if fresh is None else set(fresh)
+            if queued is not None:
+                keys = None if keys is None or queued.fresh is None else queued.fresh | keys
+                removed += queued.removed
+                rebuild = rebuild or queued.rebuild
+            self._target = _Job(entries, rebuild, keys, removed)
             if self.cache.state != "mismatch":
-                self.pending = len(self.cache.missing(entries))
+                if fresh is None:
+                    self.pending = len(self.cache.missing(entries))
+                else:  # what the running sync leaves, and these
+                    self.pending += len(self.cache.missing(fresh))
             if self._thread is None or not self._thread.is_alive():
                 self._stop.clear()
                 self._thread = threading.Thread(
@@ -272,17 +318,23 @@ class VectorSync:
                     self._wake.wait(self._next_wakeup())
                 if self._stop.is_set():
                     return
-                job: tuple[Mapping[str, str], bool] | None = self._target
+                job = self._target
                 if job is not None:
-                    self._target, self._last = None, job[0]
+                    self._target, self._last = None, job.entries
                 elif self._deferred and self._last is not None:
-                    job = (self._last, False)
+                    job = _Job(self._last)
                 self._busy = job is not None
             try:
                 if job is None:
                     self.cache.refresh()
                 else:
-                    self.sync(job[0], rebuild=job[1], defer=True)
+                    self.sync(
+                        job.entries,
+                        rebuild=job.rebuild,
+                        defer=True,
+                        fresh=job.fresh,
+                        removed=job.removed,
+                    )
             except EmbedError as exc:
                 log.warning("embedding stopped: %s (BM25 keeps serving)", exc.message)
             except OSError as exc:  # e.g. a read-only cache dir: vectors stay in memory
