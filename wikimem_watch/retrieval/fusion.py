@@ -102,8 +102,11 @@ def recency(age_days: F64, half_life_days: float) -> F64:
     times count as age 0.
     """
     tau = half_life_days / math.log(2.0)
-    out = np.exp(-np.clip(age_days, 0.0, None) / tau)
-    return np.where(np.isnan(age_days), 0.0, out)
+    out = np.clip(age_days, 0.0, None)  # in place from here: one array, not five
+    np.negative(out, out=out)
+    out /= tau
+    np.exp(out, out=out)
+    return np.nan_to_num(out, copy=False, nan=0.0)
 
 
 def best_first(scores: F64, n: int) -> I64:

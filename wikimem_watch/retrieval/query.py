@@ -135,15 +135,18 @@ def _ranked(
     keep = _filter(engine, req, slots)
     if gate is not None and gate.source == "explicit":
         keep &= is_wiki[slots] | _inside(engine, gate, slots)  # the caller said which days
-    slots, own, prior = slots[keep], own[keep], prior[keep]
+    if not keep.all():  # no copies of ~every entry for a common word and no filter
+        slots, own, prior = slots[keep], own[keep], prior[keep]
     slots, own, prior, cos, embedding_used = _with_vectors(
         engine, req, gate, vectors, text, slots, own, prior, weights
     )
     raw = own + prior
     bm25_norm = normalise_max(raw)
     fused = weights.bm25 * bm25_norm
-    cos_norm = normalise_minmax(np.nan_to_num(cos), ~np.isnan(cos))
-    fused += weights.vector * cos_norm
+    cos_norm = np.zeros(0)
+    if embedding_used:  # else every cosine is absent: nothing to add
+        cos_norm = normalise_minmax(np.nan_to_num(cos), ~np.isnan(cos))
+        fused += weights.vector * cos_norm
     now_days = now.toordinal() - _EPOCH + (now.hour * 60 + now.minute) / 1440.0
     half_life = req.half_life_days or engine.config.half_life_days
     rec = recency(now_days - epoch[slots], half_life) if slots.size else np.zeros(0)
@@ -168,8 +171,8 @@ def _ranked(
                 "bm25_own": float(own[j]),
                 "bm25_previous": float(prior[j]),
                 "bm25_norm": float(bm25_norm[j]),
-                "cosine": None if np.isnan(cos[j]) else float(cos[j]),
-                "cosine_norm": float(cos_norm[j]),
+                "cosine": None if not embedding_used or np.isnan(cos[j]) else float(cos[j]),
+                "cosine_norm": float(cos_norm[j]) if embedding_used else 0.0,
                 "recency": float(rec[j]),
                 "information": float(info[j]),
                 "half_life_days": half_life,
@@ -274,7 +277,7 @@ def _with_vectors(
     passes the same filters (and an explicit window). Candidates outside both pools keep a
     cosine of "absent".
     """
-    cos = np.full(slots.size, np.nan)
+    cos = np.zeros(0)  # unused unless the vectors take part
     if vectors is None or weights.vector <= 0 or not text.strip():
         return slots, own, prior, cos, False
     pool = best_first(own + prior, VECTOR_POOL)
@@ -282,6 +285,7 @@ def _with_vectors(
     found = vectors.cosines(text, keys, max(50, req.k * 5))
     if found is None:
         return slots, own, prior, cos, False
+    cos = np.full(slots.size, np.nan)
     cos[pool] = [found.get(key, np.nan) for key in keys]
     pooled = set(keys)
     nearest = engine.slots_of_keys(key for key in found if key not in pooled)
