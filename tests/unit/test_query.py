@@ -350,3 +350,11 @@ def test_a_time_only_query_whose_window_is_empty_names_the_time_words(
 def test_a_query_with_words_left_has_no_note(example_engine: Engine) -> None:
     assert ask(example_engine, q="火锅")["note"] is None
     assert ask(example_engine, q="zzzyyyxxx")["note"] is None
+
+
+def test_the_tour_s_recommendation_ranks_above_its_echo(example_engine: Engine) -> None:
+    q, now = "前天推荐了什么小说", "2026-11-29T10:00:00"
+    found = [h["id"] for h in hits(ask(example_engine, q=q, now=now))]
+    assert found[:2] == ["diary/2026-11-27.md#21:31", "diary/2026-11-27.md#21:32"]
+    plain = hits(ask(example_engine, q=q, now=now, weights={"information": 0}))
+    assert plain[0]["id"] == "diary/2026-11-27.md#21:32"  # "好，那就读这本小说。"

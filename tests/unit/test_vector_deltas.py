@@ -70,17 +70,13 @@ def test_dead_rows_are_counted_once_enough_has_changed(tmp_path: Path) -> None:
     VectorSync(emb, cache).sync(entries)
     assert cache.stats()["disk_rows"] == 100 and cache.churn == 0
     live = list(entries)[:95]
-    asked: list[int] = []
-
-    def keys() -> Collection[str]:
-        asked.append(1)
-        return live
-
-    cache.churn += 5  # five removed: could be five dead rows, a fifth of the 25 allowed
-    assert cache.maintain(keys, exact=False) == 0 and asked == []
+    cache.churn += 5  # five removed: at most five dead rows, a fifth of the 25 allowed
+    assert not cache.needs_live() and cache.needs_live(exact=True)
+    assert cache.maintain(None) == 0 and cache.stats()["disk_rows"] == 100
     live = live[:70]
     cache.churn += 25
-    assert cache.maintain(keys, exact=False) == 1 and asked == [1]  # counted: 30 dead
+    assert cache.needs_live()
+    assert cache.maintain(live) == 1  # counted: 30 dead, past the 25 allowed
     assert cache.stats()["disk_rows"] == 70 and cache.churn == 0
 
 

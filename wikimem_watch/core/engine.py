@@ -253,21 +253,27 @@ class Engine(EngineReads):
         with self.lock:
             fresh, self._fresh_vector_keys = self._fresh_vector_keys, set()
             removed, self._removed_vector_keys = self._removed_vector_keys, 0
+        if rebuild:
+            fresh = None
         self.vectors.update(
-            self.embedding_inputs(),
-            fresh=None if rebuild else fresh,
+            self.embedding_inputs(lazy=fresh is not None),
+            fresh=fresh,
             removed=removed,
             rebuild=rebuild,
         )
 
-    def embedding_inputs(self) -> EmbeddingInputs:
+    def embedding_inputs(self, *, lazy: bool = False) -> EmbeddingInputs:
         """Every live entry's vector key (content hash of its embedded text) → that text,
-        made when asked (``vector_keys.EmbeddingInputs``; the keys are copied when first
-        listed).
+        made when asked (``vector_keys.EmbeddingInputs``). The keys are a copy of the moment;
+        ``lazy``: of the moment they are first listed, which takes the engine's lock then, so
+        only a sync that lists them holding no other lock may have it (``VectorSync.sync``).
 
         Empty unless an embedder is configured (``tracks_vectors``).
         """
-        return EmbeddingInputs(self._live_vector_keys, self.embedded_text)
+        if lazy:
+            return EmbeddingInputs(self._live_vector_keys, self.embedded_text)
+        keys = self._live_vector_keys()
+        return EmbeddingInputs(lambda: keys, self.embedded_text)
 
     def _live_vector_keys(self) -> npt.NDArray[np.uint8]:
         with self.lock:

@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -218,8 +218,11 @@ class VectorCache:
 
     def missing(self, hashes: Iterable[str]) -> list[str]:
         """The hashes (deduplicated, in order) that have no vectors yet."""
+        # Listed before the lock: the engine's map takes the engine's lock to list its keys,
+        # and a query holds that one while it waits for this one.
+        wanted = list(dict.fromkeys(hashes))
         with self._lock:
-            return [h for h in dict.fromkeys(hashes) if h not in self._m.hid]
+            return [h for h in wanted if h not in self._m.hid]
 
     def search(
         self, query: FloatMatrix, hashes: Collection[str] | None, k: int
@@ -308,41 +311,48 @@ class VectorCache:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-    def maintain(
-        self, live: Collection[str] | Callable[[], Collection[str]], *, exact: bool = True
-    ) -> int:
+    def needs_live(self, exact: bool = False) -> bool:
+        """Whether ``maintain`` needs the live hashes now: to count dead rows (always when
+        ``exact``; else once ``churn`` passes a quarter of the dead rows the policy allows
+        the base) or to rewrite the base. Counting reads every live hash, O(the vault), so it
+        follows Θ(base) changes and costs O(1) per change, amortised; the dead share can pass
+        the policy's by that quarter before the base is rewritten."""
+        with self._lock:
+            if self.state == "mismatch":
+                return False
+            groups = [(name, g.rows) for name, g in self._groups.items()]
+            base_rows = max((rows for _, rows in groups), default=0)
+            if exact or 4 * self.churn >= self.policy.max_dead_fraction * base_rows:
+                return True
+            step = next_step(groups, 0, self.policy)
+            return step is not None and step.kind == "base"
+
+    def maintain(self, live: Collection[str] | None) -> int:
         """Merge files as the policy says (``policy.py``) until it is satisfied; returns the
         number of merges. Raises OSError when a write fails (the old files stay).
 
-        ``live`` are the hashes live entries need (or a function that lists them, called at
-        most once). Counting dead rows reads all of them, O(the vault); with ``exact`` False
-        that is done only once ``churn`` passes a quarter of the dead rows the base may hold
-        (until then segments still merge by size), so a count follows Θ(base) changes and
-        costs O(1) per change, amortised; a dead share can pass the policy's by that quarter.
+        ``live`` are the hashes live entries need, listed by the caller before this takes
+        the lock (the engine's map takes the engine's lock to list them). Without them
+        (``needs_live`` said no) dead rows count as none and the base is left alone: segments
+        still merge by size.
         """
-        held: list[Collection[str]] = []
-
-        def keys() -> Collection[str]:
-            if not held:
-                held.append(live() if callable(live) else live)
-            return held[0]
-
         with self._lock:
             if self.state == "mismatch":
                 return 0
             steps = 0
             while steps < 64:
                 groups = [(name, g.rows) for name, g in self._groups.items()]
-                base_rows = max((rows for _, rows in groups), default=0)
                 dead = 0
-                if exact or 4 * self.churn >= self.policy.max_dead_fraction * base_rows:
-                    dead = sum(rows for _, rows in groups) - self._m.live_rows_on_disk(keys())
-                    self.churn, exact = 0, True
+                if live is not None:
+                    dead = sum(rows for _, rows in groups) - self._m.live_rows_on_disk(live)
+                    self.churn = 0
                 step = next_step(groups, dead, self.policy)
                 if step is None:
                     break
                 if step.kind == "base":
-                    self.compact(keys())
+                    if live is None:
+                        break  # the next sync lists them (``needs_live``)
+                    self.compact(live)
                 else:
                     hashes = [h for name in step.names for h in self._groups[name].hashes]
                     out = self._write(*self._m.gather(hashes))
@@ -358,10 +368,10 @@ class VectorCache:
         sent in the last ``RECENT_S`` (their notes may not have arrived yet); then delete
         every group it replaces. Memory keeps only those rows."""
         now = time.monotonic()
+        keep = set(live)  # listed before the lock (see ``missing``)
         with self._lock:
             if self.state == "mismatch":
                 return
-            keep = set(live)
             for group in self._groups.values():
                 if group.arrived_at is not None and now - group.arrived_at < RECENT_S:
                     keep.update(group.hashes)
@@ -387,8 +397,9 @@ class VectorCache:
         """Swap in a rebuild: ``rebuilt``'s ``live`` rows become this cache's new base, then
         every older vector file here (any fingerprint) is deleted. Until the new keys file
         lands, the old cache is intact and serving; a failure leaves it so."""
+        wanted = sorted(set(live))  # listed before the locks (see ``missing``)
         with self._lock, rebuilt._lock:
-            spans, matrix = rebuilt._m.gather(sorted(set(live)))
+            spans, matrix = rebuilt._m.gather(wanted)
             self.ensure_dir()
             old = [p for p in self.cache_dir.iterdir() if OURS.fullmatch(p.name) and p.is_file()]
             self.fingerprint = dict(rebuilt.fingerprint)

@@ -128,7 +128,10 @@ class VectorSync:
         ``fresh`` are the keys set since the previous sync and ``removed`` how many were
         dropped: when that sync embedded everything it found missing, only ``fresh`` can be
         missing now, so only they are looked up, and dead rows are counted only once enough
-        has changed (``VectorCache.maintain``): O(the change), not O(the vault) (ADR-0020).
+        has changed (``VectorCache.needs_live``): O(the change), not O(the vault) (ADR-0020).
+        ``entries`` is listed here only, never under the cache's lock (the engine's map may
+        take the engine's lock to list its keys, and a query holds that one while it waits
+        for the cache's).
         """
         with self._run_lock:
             cache = self.cache
@@ -148,7 +151,8 @@ class VectorSync:
             done = self._fill(cache, todo, entries)
             if done == len(todo) and (done or not self._maintained):
                 try:
-                    cache.maintain(entries.keys, exact=not delta)
+                    live = list(entries) if cache.needs_live(exact=not delta) else None
+                    cache.maintain(live)
                 except OSError as exc:
                     cache.last_error = f"cannot merge vector cache files: {exc}"
                     log.warning("%s (vectors kept in memory)", cache.last_error)
