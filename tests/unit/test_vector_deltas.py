@@ -136,3 +136,16 @@ def test_the_engine_hands_the_sync_the_keys_a_batch_set(tmp_path: Path) -> None:
     assert recorder.updates[-1] == (set(), 0)
     engine.sync_vectors(rebuild=True)
     assert recorder.updates[-1] == (None, 0)
+
+
+def test_a_base_due_for_a_rewrite_by_size_asks_for_the_live_keys(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path, emb, MergePolicy(max_segment_fraction=0.5))
+    base = vault(40)
+    VectorSync(emb, cache).sync(base)
+    more = vault(25, salt="more")  # a segment of 25 rows: over half the base's 40
+    cache.add({h: emb.embed_documents([t]) for h, t in more.items()})
+    cache.churn = 0  # no change that could kill a row: only the size asks
+    assert cache.needs_live()
+    assert cache.maintain(None) == 0 and cache.stats()["segments"] == 1  # left for the keys
+    assert cache.maintain([*base, *more]) == 1 and cache.stats()["segments"] == 0
