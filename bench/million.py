@@ -58,6 +58,9 @@ def _queries(engine: Any, n: int) -> list[str]:
     return sample_queries(entries, n, 0, lambda e: engine.tokenizer(e.text))
 
 
+WEIGHTS: dict[str, float] = {}  # --weights: added to every query's
+
+
 def _time_queries(engine: Any, queries: list[str]) -> dict[str, object]:
     """p50/p95 through ``run_query`` (what the daemon calls), as bench/index.py: plain, and
     windowed to the diary's last 365 days."""
@@ -68,8 +71,10 @@ def _time_queries(engine: Any, queries: list[str]) -> dict[str, object]:
     variants = query_variants()
     for name in ("plain", "window365"):
         samples = []
+        fields = dict(variants[name])
+        fields["weights"] = {**dict(fields.get("weights") or {}), **WEIGHTS}  # type: ignore[call-overload]
         for q in queries:
-            req = _request(q, **variants[name])
+            req = _request(q, **fields)
             t0 = time.perf_counter()
             run_query(engine, req)
             samples.append(time.perf_counter() - t0)
@@ -206,10 +211,11 @@ def phase_hybrid(vault: Path, snap_dir: Path, n_queries: int) -> dict[str, objec
 
     signal = Signal()
     queries = _queries(engine, n_queries)
-    run_query(engine, _request(queries[0], weights={"vector": 1.5}), signal)  # codes: untimed
+    weights = {"vector": 1.5, **WEIGHTS}
+    run_query(engine, _request(queries[0], weights=weights), signal)  # codes: untimed
     samples = []
     for q in queries:
-        req = _request(q, weights={"vector": 1.5})
+        req = _request(q, weights=weights)
         t = time.perf_counter()
         result = run_query(engine, req, signal)
         samples.append(time.perf_counter() - t)
@@ -265,7 +271,7 @@ def _search(mat: Any, rng: Any, n_queries: int) -> dict[str, object]:
 def _child(phase: str, args: argparse.Namespace, vault: Path, snap: Path) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--phase", phase, "--vault", str(vault), "--snap", str(snap)]
     cmd += ["--entries", str(args.entries), "--vectors", str(args.vectors)]
-    cmd += ["--queries", str(args.queries)]
+    cmd += ["--queries", str(args.queries), "--weights", json.dumps(WEIGHTS)]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -282,11 +288,15 @@ def main() -> int:
     parser.add_argument(
         "--phases", default="build,ready,vectors,hybrid", help="which phases to run"
     )
+    parser.add_argument(
+        "--weights", default="{}", help="weights for every query, e.g. '{\"information\": 0}'"
+    )
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--vault", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--snap", type=Path, help="snapshot directory (kept between runs)")
     args = parser.parse_args()
     args.vectors = args.vectors or args.entries
+    WEIGHTS.update(json.loads(args.weights))
     if args.phase:
         run = {
             "build": lambda: phase_build(args.vault, args.snap, args.queries),
