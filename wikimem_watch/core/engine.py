@@ -217,21 +217,35 @@ class Engine(EngineReads):
         from .heap import large_blocks_mapped  # here, not at the top: for a cold scan
 
         stats = ApplyStats()
-        # A cold scan's growing arrays would leave holes in the heap (ADR-0018).
-        with self.apply_lock, large_blocks_mapped(not (self.files or self.skipped)):
-            batch: list[_Prepared] = []
-            size = 0
-            for prepared in self._prepare_all(self._with_links(paths)):
-                if prepared is None:
-                    stats.unchanged += 1
-                    continue
-                batch.append(prepared)
-                size += len(prepared.entries)
-                if size >= _BULK_ENTRIES:
-                    self._swap(batch, stats)
-                    batch, size = [], 0
-            self._swap(batch, stats)
+        with self.apply_lock:
+            cold = not (self.files or self.skipped)
+            # A cold scan's growing arrays would leave holes in the heap (ADR-0018), and its
+            # postings are laid out once, at the end (a query before then settles them).
+            with large_blocks_mapped(cold):
+                if cold:
+                    with self.lock:
+                        self.index.start_bulk()
+                try:
+                    self._apply_prepared(paths, stats)
+                finally:
+                    with self.lock:
+                        self.index.settle()
         return stats
+
+    def _apply_prepared(self, paths: Iterable[str], stats: ApplyStats) -> None:
+        """Prepare ``paths`` and swap them in, batch by batch (``apply``'s loop)."""
+        batch: list[_Prepared] = []
+        size = 0
+        for prepared in self._prepare_all(self._with_links(paths)):
+            if prepared is None:
+                stats.unchanged += 1
+                continue
+            batch.append(prepared)
+            size += len(prepared.entries)
+            if size >= _BULK_ENTRIES:
+                self._swap(batch, stats)
+                batch, size = [], 0
+        self._swap(batch, stats)
 
     def sync_vectors(self, *, rebuild: bool = False) -> None:
         """Queue every live entry for background embedding (only missing keys cost a call).
