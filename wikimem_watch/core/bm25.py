@@ -184,7 +184,8 @@ class Bm25Index:
         one per (term, document) pair, and no per-document ``Counter`` (ADR-0019).
         """
         new_from = self._slots
-        slots = [self._free.pop() if self._free else self._new_slot() for _ in docs]
+        reuse = [self._free.pop() for _ in range(min(len(self._free), len(docs)))]
+        slots = reuse + self._new_slots(len(docs) - len(reuse))
         if not docs:
             return slots
         # In slot order, so each term's appended postings ascend; new terms get their ids
@@ -195,8 +196,11 @@ class Bm25Index:
         in_slot_order = np.array([slots[i] for i in order], dtype=np.int64)
         tokens = list(chain.from_iterable(ranked))
         keys = np.fromiter(map(self._term_id.get, tokens, repeat(-1)), np.int64, len(tokens))
-        for at in np.flatnonzero(keys < 0).tolist():  # new terms, in order of occurrence
-            keys[at] = self._term_of(tokens[at])
+        new = np.flatnonzero(keys < 0).tolist()
+        if new:  # new terms, given ids in order of first occurrence
+            unseen = list(map(tokens.__getitem__, new))
+            self._new_terms(list(dict.fromkeys(unseen)))
+            keys[new] = np.fromiter(map(self._term_id.__getitem__, unseen), np.int64, len(new))
         del tokens
         self._doc_len[in_slot_order] = lengths
         self._alive[in_slot_order] = True
@@ -246,25 +250,20 @@ class Bm25Index:
             own_slots.frombytes(slot_bytes[4 * a : 4 * b])
             own_tfs.frombytes(tf_bytes[4 * a : 4 * b])
 
-    def _term_of(self, term: str) -> int:
-        """The id of a term, given one if it is seen for the first time."""
-        tid = self._term_id.get(term)
-        return self._term(term) if tid is None else tid
-
-    def _term(self, term: str) -> int:
-        """The id of a term seen for the first time."""
-        tid = len(self._terms)
-        self._term_id[term] = tid
-        self._terms.append(term)
-        self._df.append(0)
-        if self._bulk is not None:  # its postings will be a slice of the base
-            self._post_slot.append(None)
-            self._post_tf.append(None)
-            return tid
-        self._post_slot.append(array("i"))
-        self._post_tf.append(array("i"))
-        self._fresh.add(tid)
-        return tid
+    def _new_terms(self, terms: list[str]) -> None:
+        """Give ids to terms seen for the first time (distinct), in their order."""
+        first, n = len(self._terms), len(terms)
+        tids = range(first, first + n)
+        self._term_id.update(zip(terms, tids, strict=True))
+        self._terms += terms
+        self._df += [0] * n
+        if self._bulk is not None:  # their postings will be slices of the base
+            self._post_slot += [None] * n
+            self._post_tf += [None] * n
+            return
+        self._post_slot += [array("i") for _ in tids]
+        self._post_tf += [array("i") for _ in tids]
+        self._fresh.update(tids)
 
     def _own(self, tid: int) -> tuple[array[int], array[int]]:
         """The term's postings as its own buffers (copied out of the base the first time)."""
@@ -407,14 +406,15 @@ class Bm25Index:
         self._base_at[based] = np.cumsum(lengths) - lengths
         self._base_garbage = 0
 
-    def _new_slot(self) -> int:
-        slot = self._slots
-        self._slots += 1
-        if slot >= len(self._doc_len):
+    def _new_slots(self, n: int) -> list[int]:
+        """``n`` slots never used before (the per-slot arrays doubled as needed)."""
+        first = self._slots
+        self._slots += n
+        while self._slots > len(self._doc_len):
             grow = len(self._doc_len)
             self._doc_len = np.concatenate([self._doc_len, np.zeros(grow)])
             self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
-        return slot
+        return list(range(first, self._slots))
 
     # ------------------------------------------------------------------- queries
 

@@ -386,9 +386,8 @@ class Engine(EngineReads):
         """Index the entries of prepared files (one bulk index update) and record them."""
         tokens = [t for p in prepared for t in p.tokens]
         slots = self.index.add_many(tokens)
-        self.store.put(
-            slots, [e for p in prepared for e in p.entries], [a for p in prepared for a in p.asks]
-        )
+        entries = [e for p in prepared for e in p.entries]
+        self.store.put(slots, entries, [a for p in prepared for a in p.asks])
         start = 0
         for p in prepared:
             assert p.record is not None
@@ -409,8 +408,8 @@ class Engine(EngineReads):
             if self.tracks_vectors:
                 self._track_vectors(list(record.slots), p.embedded)
         touched: set[str] = set()
-        for slot in slots:
-            day = self.store.date_time(slot)[0]
+        for slot, entry in zip(slots, entries, strict=True):
+            day = entry.date  # as the store gives it back (``put`` checks)
             if day is not None:
                 self.days.setdefault(day, array("i")).append(slot)
                 touched.add(day)
