@@ -316,6 +316,9 @@ def test_a_cold_scan_in_bulk_equals_one_indexed_batch_by_batch(
     by_batch.scan()
     assert _state(in_bulk) == _state(by_batch)
     assert len(by_batch.entries) > 300
+    # the digests of a batch's files, taken together, are each file's own
+    for rel, record in in_bulk.files.items():
+        assert record.digest == in_bulk._file_digest(rel, record.slots) != 0
     (vault / "wiki" / "w5.md").write_text("## Walked\n\nWalked 3 km 新词\n", encoding="utf-8")
     (vault / "wiki" / "w6.md").unlink()
     for engine in (in_bulk, by_batch):

@@ -403,10 +403,13 @@ class Engine(EngineReads):
                     p.rel, first.title if first else None, first.aliases if first else ()
                 )
                 add_names(self._names, p.rel, keys)
-            record.digest = self._file_digest(p.rel, record.slots)
-            self._digest ^= record.digest
             if self.tracks_vectors:
                 self._track_vectors(list(record.slots), p.embedded)
+        records = [(p.rel, p.record) for p in prepared if p.record is not None]
+        digests = self._file_digests([(rel, record.slots) for rel, record in records])
+        for (_, record), digest in zip(records, digests, strict=True):
+            record.digest = digest
+            self._digest ^= digest
         touched: set[str] = set()
         for slot, entry in zip(slots, entries, strict=True):
             day = entry.date  # as the store gives it back (``put`` checks)
