@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_bm25 import Keyed, assert_same, naive_bm25, scores_by_key
-from wikimem_watch.core import bm25
+from tests.unit.test_bulk import layout
+from wikimem_watch.core import bm25, bulk
 
 WORDS = st.sampled_from(["cat", "dog", "火锅", "run", "mat", "sun", "moon", "年糕"])
 DOC = st.lists(WORDS, min_size=1, max_size=8)
@@ -77,3 +78,48 @@ def test_packing_rare_terms_into_the_base_changes_no_score(
         for key, (slot, _) in live.docs.items():
             got = live.index.matched_terms(slot, query)
             assert got == [t for t in dict.fromkeys(query) if t in docs[key]]
+
+
+BATCHES = st.lists(st.lists(st.lists(WORDS, max_size=8), min_size=1, max_size=6), max_size=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(BATCHES, OPS, st.lists(WORDS, min_size=1, max_size=3), st.integers(-1, 8))
+def test_an_index_built_in_bulk_equals_one_built_batch_by_batch(
+    batches: list[list[list[str]]],
+    ops: list[tuple[str, str, list[str]]],
+    query: list[str],
+    read_after: int,
+) -> None:
+    """The same batches, in bulk (read once after batch ``read_after``, or never before the
+    settle) and one by one: the same postings, statistics and scores, then through edits."""
+    with patch.object(bulk, "CHUNK_POSTINGS", 5):
+        in_bulk, by_batch = Keyed(), Keyed()
+        in_bulk.index.start_bulk()
+        docs: dict[str, list[str]] = {}
+        for n, batch in enumerate(batches):
+            slots = in_bulk.index.add_many(batch)
+            assert by_batch.index.add_many(batch) == slots
+            for slot, tokens in zip(slots, batch, strict=True):
+                for keyed in (in_bulk, by_batch):
+                    keyed.docs[f"d{slot}"] = (slot, tokens)
+                docs[f"d{slot}"] = tokens
+            if n == read_after:
+                assert_same(scores_by_key(in_bulk, query), scores_by_key(by_batch, query))
+        in_bulk.index.settle()
+        assert layout(in_bulk.index) == layout(by_batch.index)
+        for op, key, arg in ops:
+            for keyed in (in_bulk, by_batch):
+                if op == "put":
+                    keyed.upsert(key, arg)
+                elif op == "del":
+                    keyed.remove(key)
+                keyed.index.flush(force=op == "flush")
+            if op == "put":
+                docs[key] = arg
+            elif op == "del":
+                docs.pop(key, None)
+        assert layout(in_bulk.index) == layout(by_batch.index)
+        want = naive_bm25(docs, query, in_bulk.index.k1, in_bulk.index.b)
+        assert_same(scores_by_key(in_bulk, query), want)
+        assert_same(scores_by_key(by_batch, query), want)

@@ -243,3 +243,87 @@ def test_the_result_pipe_has_room_for_several_chunks() -> None:
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def _hits(engine: Engine, q: str) -> object:
+    from wikimem_watch.retrieval.query import run_query
+    from wikimem_watch.retrieval.request import QueryRequest
+
+    result = run_query(engine, QueryRequest.from_dict({"q": q, "k": 50, "now": "2026-11-29"}))
+    return result["hits"]
+
+
+def test_a_query_between_the_batches_of_a_cold_scan_sees_the_files_swapped_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold scan indexes in bulk (ADR-0019, addendum); the engine lock is free between
+    batches, and a query there answers as an engine holding just those files would (it
+    settles the bulk build, which then goes on batch by batch). The scan ends equal to one
+    nobody queried, and stays so through later edits."""
+    from wikimem_watch.core import engine as engine_module
+
+    monkeypatch.setattr(scan, "PARALLEL_MIN_ITEMS", 10**9)
+    monkeypatch.setattr(engine_module, "_BULK_ENTRIES", 40)
+    vault = _vault(tmp_path / "vault")
+    config = load_config(vault)
+    queries = ["walked run", "火锅 好吃", "topic item preamble", "café"]
+    swap = Engine._swap
+    seen: list[bool] = []
+
+    def swap_then_query(self: Engine, batch: list[object], stats: object) -> None:
+        swap(self, batch, stats)  # type: ignore[arg-type]
+        if self is queried and len(seen) in (2, 5):
+            seen.append(self.index._bulk is not None)
+            same = Engine(config)
+            same.apply(list(self.files))  # those files, in that order: the same slots
+            for q in queries:
+                assert _hits(self, q) == _hits(same, q)
+            assert self.index._bulk is None  # the query settled it
+        else:
+            seen.append(False)
+
+    monkeypatch.setattr(Engine, "_swap", swap_then_query)
+    queried = Engine(config)
+    queried.scan()
+    assert seen[2] and len(seen) > 6
+    monkeypatch.setattr(Engine, "_swap", swap)
+    alone = Engine(config)
+    alone.scan()
+    assert _state(queried) == _state(alone)
+    for q in queries:
+        assert _hits(queried, q) == _hits(alone, q)
+    (vault / "wiki" / "w3.md").write_text("## New\n\nnew words 新词 run\n", encoding="utf-8")
+    (vault / "diary" / "2026-01-02.md").unlink()
+    for engine in (queried, alone):
+        engine.apply(["wiki/w3.md", "diary/2026-01-02.md"])
+    assert _state(queried) == _state(alone)
+    for q in [*queries, "新词"]:
+        assert _hits(queried, q) == _hits(alone, q)
+
+
+def test_a_cold_scan_in_bulk_equals_one_indexed_batch_by_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wikimem_watch.core.bm25 import Bm25Index
+
+    monkeypatch.setattr(scan, "PARALLEL_MIN_ITEMS", 10**9)
+    vault = _vault(tmp_path / "vault")
+    config = load_config(vault)
+    in_bulk = Engine(config)
+    in_bulk.scan()
+    monkeypatch.setattr(Bm25Index, "start_bulk", lambda self: None)
+    by_batch = Engine(config)
+    by_batch.scan()
+    assert _state(in_bulk) == _state(by_batch)
+    assert len(by_batch.entries) > 300
+    # the digests of a batch's files, taken together, are each file's own
+    for rel, record in in_bulk.files.items():
+        assert record.digest == in_bulk._file_digest(rel, record.slots) != 0
+    (vault / "wiki" / "w5.md").write_text("## Walked\n\nWalked 3 km 新词\n", encoding="utf-8")
+    (vault / "wiki" / "w6.md").unlink()
+    for engine in (in_bulk, by_batch):
+        engine.apply(["wiki/w5.md", "wiki/w6.md"])
+        engine.index.flush(force=True)
+    assert _state(in_bulk) == _state(by_batch)
+    for q in ["walked", "新词", "topic item"]:
+        assert _hits(in_bulk, q) == _hits(by_batch, q)

@@ -18,6 +18,10 @@ slots, so every query is exact. :meth:`Bm25Index.flush` (called by the engine af
 batch of changes) compacts once the tombstones pass a share of the index, dropping dead
 postings from just the touched terms and freeing the slots: an edit costs O(its own terms)
 amortised, whatever the size of the corpus (ADR-0014).
+
+A cold build (:meth:`Bm25Index.start_bulk`) keeps its postings aside and lays them out as
+the base arrays once, when :meth:`Bm25Index.settle` is called or anything first reads
+postings or document frequencies (core/bulk.py; ADR-0019, addendum).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from itertools import chain, repeat
 
 import numpy as np
 import numpy.typing as npt
+
+from .bulk import BulkPostings
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -78,6 +84,8 @@ class Bm25Index:
         self._dirty_terms: set[int] = set()
         self._total_len = 0
         self.forgotten = 0  # terms dropped at df 0 (their ids are never given again)
+        # A cold build's postings, not yet in the base (its terms' df are 0 until then).
+        self._bulk: BulkPostings | None = None
 
     @classmethod
     def from_postings(
@@ -141,6 +149,29 @@ class Bm25Index:
     def alive(self, slot: int) -> bool:
         return 0 <= slot < self._slots and bool(self._alive[slot])
 
+    def start_bulk(self) -> None:
+        """Build in bulk from here (an index that never held a term or document; else
+        nothing changes): added postings are laid out term-major when :meth:`settle` is
+        called, or before anything reads postings, statistics of terms or removes."""
+        if not self._terms and not self._slots:
+            self._bulk = BulkPostings()
+
+    def settle(self) -> None:
+        """End a bulk build: its postings become the base arrays, as a snapshot's do, and
+        the index goes on as an ordinary one. Nothing to do otherwise."""
+        bulk, self._bulk = self._bulk, None
+        if bulk is None:
+            return
+        counts, slots, tfs = bulk.build(len(self._terms))
+        self._df = counts.tolist()
+        self._base_len = counts
+        self._base_at = np.cumsum(counts, dtype=np.int64) - counts
+        self._base_slots, self._base_tfs = slots, tfs
+
+    def _settled(self) -> None:
+        if self._bulk is not None:  # before anything reads postings or df
+            self.settle()
+
     def add(self, tokens: Sequence[str]) -> int:
         """Add one document; returns its slot."""
         return self.add_many([tokens])[0]
@@ -153,7 +184,8 @@ class Bm25Index:
         one per (term, document) pair, and no per-document ``Counter`` (ADR-0019).
         """
         new_from = self._slots
-        slots = [self._free.pop() if self._free else self._new_slot() for _ in docs]
+        reuse = [self._free.pop() for _ in range(min(len(self._free), len(docs)))]
+        slots = reuse + self._new_slots(len(docs) - len(reuse))
         if not docs:
             return slots
         # In slot order, so each term's appended postings ascend; new terms get their ids
@@ -164,8 +196,11 @@ class Bm25Index:
         in_slot_order = np.array([slots[i] for i in order], dtype=np.int64)
         tokens = list(chain.from_iterable(ranked))
         keys = np.fromiter(map(self._term_id.get, tokens, repeat(-1)), np.int64, len(tokens))
-        for at in np.flatnonzero(keys < 0).tolist():  # new terms, in order of occurrence
-            keys[at] = self._term_of(tokens[at])
+        new = np.flatnonzero(keys < 0).tolist()
+        if new:  # new terms, given ids in order of first occurrence
+            unseen = list(map(tokens.__getitem__, new))
+            self._new_terms(list(dict.fromkeys(unseen)))
+            keys[new] = np.fromiter(map(self._term_id.__getitem__, unseen), np.int64, len(new))
         del tokens
         self._doc_len[in_slot_order] = lengths
         self._alive[in_slot_order] = True
@@ -185,7 +220,12 @@ class Bm25Index:
         tids = keys // n
         posting_slots = in_slot_order[keys - tids * n].astype(np.int32)
         # Only a reused slot can fall below a term's last posting (never in a cold scan).
-        self._append(tids, posting_slots, tfs, reused=min(slots) < new_from)
+        reused = min(slots) < new_from
+        if self._bulk is not None and not reused:  # above every posting kept so far
+            self._bulk.add(tids, posting_slots, tfs)
+            return slots
+        self._settled()  # (a bulk build frees no slot: never needed)
+        self._append(tids, posting_slots, tfs, reused=reused)
         return slots
 
     def _append(self, tids: I64, slots: I32, tfs: I32, *, reused: bool) -> None:
@@ -210,21 +250,20 @@ class Bm25Index:
             own_slots.frombytes(slot_bytes[4 * a : 4 * b])
             own_tfs.frombytes(tf_bytes[4 * a : 4 * b])
 
-    def _term_of(self, term: str) -> int:
-        """The id of a term, given one if it is seen for the first time."""
-        tid = self._term_id.get(term)
-        return self._term(term) if tid is None else tid
-
-    def _term(self, term: str) -> int:
-        """The id of a term seen for the first time."""
-        tid = len(self._terms)
-        self._term_id[term] = tid
-        self._terms.append(term)
-        self._df.append(0)
-        self._post_slot.append(array("i"))
-        self._post_tf.append(array("i"))
-        self._fresh.add(tid)
-        return tid
+    def _new_terms(self, terms: list[str]) -> None:
+        """Give ids to terms seen for the first time (distinct), in their order."""
+        first, n = len(self._terms), len(terms)
+        tids = range(first, first + n)
+        self._term_id.update(zip(terms, tids, strict=True))
+        self._terms += terms
+        self._df += [0] * n
+        if self._bulk is not None:  # their postings will be slices of the base
+            self._post_slot += [None] * n
+            self._post_tf += [None] * n
+            return
+        self._post_slot += [array("i") for _ in tids]
+        self._post_tf += [array("i") for _ in tids]
+        self._fresh.update(tids)
 
     def _own(self, tid: int) -> tuple[array[int], array[int]]:
         """The term's postings as its own buffers (copied out of the base the first time)."""
@@ -241,6 +280,7 @@ class Bm25Index:
 
     def postings(self, tid: int) -> tuple[I32, I32]:
         """(slots, tfs) of one term, dead slots included, without copying."""
+        self._settled()
         own_slots, own_tfs = self._post_slot[tid], self._post_tf[tid]
         if own_slots is None or own_tfs is None:
             a = int(self._base_at[tid])
@@ -250,14 +290,15 @@ class Bm25Index:
 
     def terms(self) -> Iterator[tuple[int, str]]:
         """(term id, term) of every term a live document holds."""
-        for tid, term in enumerate(self._terms):
-            if term and self._df[tid] > 0:
-                yield tid, term
+        self._settled()
+        df = self._df
+        return ((tid, term) for tid, term in enumerate(self._terms) if term and df[tid] > 0)
 
     def remove(self, slot: int, tokens: Sequence[str]) -> None:
         """Remove the document at ``slot``; ``tokens`` are the ones it was added with."""
         if not self.alive(slot):
             raise KeyError(f"no document at slot {slot}")
+        self._settled()
         counts = Counter(tokens)
         tids = [self._term_id.get(t, -1) for t in counts]
         if len(tokens) != self._doc_len[slot] or -1 in tids or not self._holds(slot, tids):
@@ -297,6 +338,8 @@ class Bm25Index:
         live ones (at least ``COMPACT_MIN``): its cost, linear in the touched lists, is spread
         over that many edits, so an edit costs the same amortised at 10k and 1M entries.
         """
+        if self._bulk is not None:
+            return  # nothing fresh nor dead in a bulk build
         if len(self._fresh) >= max(PACK_TERMS, len(self._terms) >> 3):
             self._pack()
         if not self._dead:
@@ -363,14 +406,15 @@ class Bm25Index:
         self._base_at[based] = np.cumsum(lengths) - lengths
         self._base_garbage = 0
 
-    def _new_slot(self) -> int:
-        slot = self._slots
-        self._slots += 1
-        if slot >= len(self._doc_len):
+    def _new_slots(self, n: int) -> list[int]:
+        """``n`` slots never used before (the per-slot arrays doubled as needed)."""
+        first = self._slots
+        self._slots += n
+        while self._slots > len(self._doc_len):
             grow = len(self._doc_len)
             self._doc_len = np.concatenate([self._doc_len, np.zeros(grow)])
             self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
-        return slot
+        return list(range(first, self._slots))
 
     # ------------------------------------------------------------------- queries
 
@@ -381,6 +425,7 @@ class Bm25Index:
         ]
         if not tids or not self._live:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        self._settled()
         n = self._live
         avgdl = self.avg_doc_len or 1.0
         k1, b = self.k1, self.b
@@ -423,6 +468,7 @@ class Bm25Index:
     def idf_sum(self, tids: Iterable[int]) -> float:
         """The sum of the idf of terms by id, by the current statistics (so exact after any
         edit); a term no live document holds counts 0."""
+        self._settled()
         n, df = self._live, self._df
         return sum(
             math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in map(df.__getitem__, tids) if d
@@ -430,6 +476,7 @@ class Bm25Index:
 
     def matched_terms_of(self, slots: Sequence[int], terms: Iterable[str]) -> list[list[str]]:
         """``matched_terms`` for several documents: one search per term, not per pair."""
+        self._settled()
         want = [s if self.alive(s) else -1 for s in slots]
         rows = np.asarray(want, dtype=np.int64)
         out: list[list[str]] = [[] for _ in want]

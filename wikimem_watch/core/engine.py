@@ -224,21 +224,35 @@ class Engine(EngineReads):
         from .heap import large_blocks_mapped  # here, not at the top: for a cold scan
 
         stats = ApplyStats()
-        # A cold scan's growing arrays would leave holes in the heap (ADR-0018).
-        with self.apply_lock, large_blocks_mapped(not (self.files or self.skipped)):
-            batch: list[_Prepared] = []
-            size = 0
-            for prepared in self._prepare_all(self._with_links(paths)):
-                if prepared is None:
-                    stats.unchanged += 1
-                    continue
-                batch.append(prepared)
-                size += len(prepared.entries)
-                if size >= _BULK_ENTRIES:
-                    self._swap(batch, stats)
-                    batch, size = [], 0
-            self._swap(batch, stats)
+        with self.apply_lock:
+            cold = not (self.files or self.skipped)
+            # A cold scan's growing arrays would leave holes in the heap (ADR-0018), and its
+            # postings are laid out once, at the end (a query before then settles them).
+            with large_blocks_mapped(cold):
+                if cold:
+                    with self.lock:
+                        self.index.start_bulk()
+                try:
+                    self._apply_prepared(paths, stats)
+                finally:
+                    with self.lock:
+                        self.index.settle()
         return stats
+
+    def _apply_prepared(self, paths: Iterable[str], stats: ApplyStats) -> None:
+        """Prepare ``paths`` and swap them in, batch by batch (``apply``'s loop)."""
+        batch: list[_Prepared] = []
+        size = 0
+        for prepared in self._prepare_all(self._with_links(paths)):
+            if prepared is None:
+                stats.unchanged += 1
+                continue
+            batch.append(prepared)
+            size += len(prepared.entries)
+            if size >= _BULK_ENTRIES:
+                self._swap(batch, stats)
+                batch, size = [], 0
+        self._swap(batch, stats)
 
     def sync_vectors(self, *, rebuild: bool = False) -> None:
         """Queue the entries for background embedding (only keys the cache lacks cost a call).
@@ -399,9 +413,8 @@ class Engine(EngineReads):
         """Index the entries of prepared files (one bulk index update) and record them."""
         tokens = [t for p in prepared for t in p.tokens]
         slots = self.index.add_many(tokens)
-        self.store.put(
-            slots, [e for p in prepared for e in p.entries], [a for p in prepared for a in p.asks]
-        )
+        entries = [e for p in prepared for e in p.entries]
+        self.store.put(slots, entries, [a for p in prepared for a in p.asks])
         start = 0
         for p in prepared:
             assert p.record is not None
@@ -417,13 +430,16 @@ class Engine(EngineReads):
                     p.rel, first.title if first else None, first.aliases if first else ()
                 )
                 add_names(self._names, p.rel, keys)
-            record.digest = self._file_digest(p.rel, record.slots)
-            self._digest ^= record.digest
             if self.tracks_vectors:
                 self._track_vectors(list(record.slots), p.embedded)
+        records = [(p.rel, p.record) for p in prepared if p.record is not None]
+        digests = self._file_digests([(rel, record.slots) for rel, record in records])
+        for (_, record), digest in zip(records, digests, strict=True):
+            record.digest = digest
+            self._digest ^= digest
         touched: set[str] = set()
-        for slot in slots:
-            day = self.store.date_time(slot)[0]
+        for slot, entry in zip(slots, entries, strict=True):
+            day = entry.date  # as the store gives it back (``put`` checks)
             if day is not None:
                 self.days.setdefault(day, array("i")).append(slot)
                 touched.add(day)

@@ -70,6 +70,22 @@ class EngineReads:
             rel, sizes.astype("<i4").tobytes(), keys, self.store.hash[rows].tobytes()
         )
 
+    def _file_digests(self, files: Sequence[tuple[str, Sequence[int]]]) -> list[int]:
+        """``_file_digest`` of several files: one gather of all their entries' keys."""
+        rows = np.concatenate([as_rows(slots) for _, slots in files]) if files else as_rows([])
+        keys, sizes = self.store.key.gather(rows)
+        ends = np.cumsum(np.maximum(sizes, 0), dtype=np.int64).tolist()
+        key_sizes, hashes = sizes.astype("<i4").tobytes(), self.store.hash[rows].tobytes()
+        out, a, at = [], 0, 0
+        for rel, slots in files:
+            b = a + len(slots)
+            end = ends[b - 1] if b > a else at
+            out.append(
+                file_digest(rel, key_sizes[4 * a : 4 * b], keys[at:end], hashes[16 * a : 16 * b])
+            )
+            a, at = b, end
+        return out
+
     # ------------------------------------------------------------------ slots
 
     def slot_entry(self, slot: int) -> Entry:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import date
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import numpy as np
@@ -53,12 +54,25 @@ def _time_of(minute: int) -> str | None:
     return None if minute < 0 else f"{minute // 60:02d}:{minute % 60:02d}"
 
 
+# Times and dates repeat from entry to entry (1,440 times of day; a day per diary file), so
+# each text is read once (an invalid one: -2, and ``put`` raises).
+@lru_cache(maxsize=4096)
+def _minute_in(text: str) -> int:
+    hh, sep, mm = text.partition(":")
+    minute = int(hh) * 60 + int(mm) if sep and hh.isdigit() and mm.isdigit() else -2
+    return minute if 0 <= minute < 1440 and _time_of(minute) == text else -2
+
+
+@lru_cache(maxsize=4096)
+def _ordinal_of(text: str) -> int:
+    day = date.fromisoformat(text)
+    return day.toordinal() if day.isoformat() == text else -2
+
+
 def _minute_of(entry: Entry) -> int:
     if entry.time is None:
         return -1
-    hh, sep, mm = entry.time.partition(":")
-    minute = int(hh) * 60 + int(mm) if sep and hh.isdigit() and mm.isdigit() else -2
-    if not 0 <= minute < 1440 or _time_of(minute) != entry.time:
+    if (minute := _minute_in(entry.time)) < 0:
         raise ValueError(f"{entry.id!r}: time {entry.time!r} is not HH:MM")
     return minute
 
@@ -66,10 +80,18 @@ def _minute_of(entry: Entry) -> int:
 def _day_of(entry: Entry) -> int:
     if entry.date is None:
         return 0
-    day = date.fromisoformat(entry.date)
-    if day.isoformat() != entry.date:
+    if (day := _ordinal_of(entry.date)) < 0:
         raise ValueError(f"{entry.id!r}: date {entry.date!r} is not YYYY-MM-DD")
-    return day.toordinal()
+    return day
+
+
+def _check(entries: Sequence[Entry]) -> None:
+    """Raise for the first entry whose id or hash the columns cannot give back."""
+    for e in entries:
+        if not e.id.startswith(e.path):
+            raise ValueError(f"entry id {e.id!r} does not start with its path {e.path!r}")
+        if len(e.hash) != 32 or e.hash != e.hash.lower():
+            raise ValueError(f"{e.id!r}: hash {e.hash!r} is not 32 lowercase hex digits")
 
 
 A = TypeVar("A", bound=npt.NDArray[Any])
@@ -174,17 +196,28 @@ class EntryStore:
             return
         self.grow(max(slots) + 1)
         rows = np.asarray(slots, dtype=np.int64)
-        keys = []
-        for slot, e in zip(slots, entries, strict=True):
-            if not e.id.startswith(e.path):
-                raise ValueError(f"entry id {e.id!r} does not start with its path {e.path!r}")
-            keys.append(e.id[len(e.path) :])
-            if len(e.hash) != 32 or e.hash != e.hash.lower():
-                raise ValueError(f"{e.id!r}: hash {e.hash!r} is not 32 lowercase hex digits")
-            self.path[slot] = e.path
-            self.title[slot] = e.title
-            self.aliases[slot] = e.aliases
-        raw = bytes.fromhex("".join(e.hash for e in entries))
+        ids, paths, hash_list = (
+            [e.id for e in entries],
+            [e.path for e in entries],
+            [e.hash for e in entries],
+        )
+        hashes = "".join(hash_list)
+        if (
+            not all(map(str.startswith, ids, paths))
+            or hashes != hashes.lower()
+            or set(map(len, hash_list)) != {32}
+        ):
+            _check(entries)  # raises
+        keys = [i[len(p) :] for i, p in zip(ids, paths, strict=True)]
+        first = slots[0]
+        if list(slots) == list(range(first, first + len(slots))):  # a run: a cold scan's
+            self.path[first : first + len(slots)] = paths
+            self.title[first : first + len(slots)] = [e.title for e in entries]
+            self.aliases[first : first + len(slots)] = [e.aliases for e in entries]
+        else:
+            for slot, e in zip(slots, entries, strict=True):
+                self.path[slot], self.title[slot], self.aliases[slot] = e.path, e.title, e.aliases
+        raw = bytes.fromhex(hashes)
         self.hash[rows] = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 16)
         self.line[rows] = [e.line for e in entries]
         self.minute[rows] = [_minute_of(e) for e in entries]
@@ -195,22 +228,23 @@ class EntryStore:
         self.key.put(rows, keys)
         self.heading.put(rows, [e.heading for e in entries])
         self.text.put(rows, [e.text for e in entries])
+        derived = self._derived
         for slot, e in zip(slots, entries, strict=True):
-            meta = dict(e.meta)
-            for name in DERIVED:
-                overrides = self.overrides[name]
-                value = getattr(e, name)
+            meta = dict(e.meta) if e.meta else {}
+            values = (e.ts, e.owner, e.source)
+            for value, name, overrides in zip(values, DERIVED, derived, strict=True):
                 if value != meta.get(name):
                     overrides[slot] = value
-                else:
+                elif overrides:
                     overrides.pop(slot, None)
         self.tags.put(rows, [[(t,) for t in e.tags] for e in entries])
         metas = [_meta_text(e.meta) for e in entries]
+        odd = self.overrides["meta"]
         for slot, e, text in zip(slots, entries, metas, strict=True):
             if text is not None and _meta_of(text) != e.meta:
-                self.overrides["meta"][slot] = text = json.dumps(e.meta)  # not as parsed
-            else:
-                self.overrides["meta"].pop(slot, None)
+                odd[slot] = json.dumps(e.meta)  # not as parsed
+            elif odd:
+                odd.pop(slot, None)
         self.meta.put(rows, metas)
         self.links.put(
             rows,
