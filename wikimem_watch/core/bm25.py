@@ -27,15 +27,15 @@ postings or document frequencies (core/bulk.py; ADR-0019, addendum).
 from __future__ import annotations
 
 import logging
-import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import chain, repeat
 
 import numpy as np
 import numpy.typing as npt
 
+from .bm25_query import Bm25Queries
 from .bulk import BulkPostings
 
 F64 = npt.NDArray[np.float64]
@@ -54,8 +54,9 @@ PACK_POSTINGS = 64  # a term with at most this many postings is rare
 log = logging.getLogger(__name__)
 
 
-class Bm25Index:
-    """BM25 (Lucene's non-negative idf) over documents numbered by slot."""
+class Bm25Index(Bm25Queries):
+    """BM25 (Lucene's non-negative idf) over documents numbered by slot; the reads are
+    :class:`~wikimem_watch.core.bm25_query.Bm25Queries`."""
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
@@ -415,85 +416,3 @@ class Bm25Index:
             self._doc_len = np.concatenate([self._doc_len, np.zeros(grow)])
             self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
         return list(range(first, self._slots))
-
-    # ------------------------------------------------------------------- queries
-
-    def score(self, terms: Iterable[str]) -> tuple[I64, F64]:
-        """(slots, scores) of every document matching at least one of ``terms`` (deduplicated)."""
-        tids = [
-            t for t in dict.fromkeys(self._term_id.get(term) for term in terms) if t is not None
-        ]
-        if not tids or not self._live:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-        self._settled()
-        n = self._live
-        avgdl = self.avg_doc_len or 1.0
-        k1, b = self.k1, self.b
-        scores = np.zeros(self._slots, dtype=np.float64)
-        for tid in tids:
-            df = self._df[tid]
-            if df == 0:
-                continue
-            slots, tf_ints = self.postings(tid)
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)), in place: two
-            # arrays the size of the postings instead of six (a common term's are MBs), the
-            # same operations in the same order, so the same bits.
-            denom = self._doc_len[slots]
-            denom *= b
-            denom /= avgdl
-            denom += 1.0 - b
-            denom *= k1
-            tfs = tf_ints.astype(np.float64)
-            denom += tfs
-            tfs *= idf
-            tfs *= k1 + 1.0
-            tfs /= denom
-            scores[slots] += tfs
-        if self._dead:
-            scores[~self._alive[: len(scores)]] = 0.0
-        hit = np.flatnonzero(scores > 0.0)
-        return hit.astype(np.int64), scores[hit]
-
-    def information(self, terms: Iterable[str]) -> float:
-        """The sum of the idf of the distinct ``terms`` the index holds: how much a text with
-        these terms says, in the units BM25 scores in (ADR-0009 §11)."""
-        return self.idf_sum(self.term_ids(terms))
-
-    def term_ids(self, terms: Iterable[str]) -> array[int]:
-        """The ids of the distinct ``terms`` the index holds. An id stays the term's while
-        any document holds it; ``forgotten`` counts the terms dropped since the start."""
-        return array("i", {t for t in map(self._term_id.get, terms) if t is not None})
-
-    def idf_sum(self, tids: Iterable[int]) -> float:
-        """The sum of the idf of terms by id, by the current statistics (so exact after any
-        edit); a term no live document holds counts 0."""
-        self._settled()
-        n, df = self._live, self._df
-        return sum(
-            math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in map(df.__getitem__, tids) if d
-        )
-
-    def matched_terms_of(self, slots: Sequence[int], terms: Iterable[str]) -> list[list[str]]:
-        """``matched_terms`` for several documents: one search per term, not per pair."""
-        self._settled()
-        want = [s if self.alive(s) else -1 for s in slots]
-        rows = np.asarray(want, dtype=np.int64)
-        out: list[list[str]] = [[] for _ in want]
-        for term in dict.fromkeys(terms):
-            tid = self._term_id.get(term)
-            if tid is None or self._df[tid] == 0 or not rows.size:
-                continue
-            held, _ = self.postings(tid)
-            if tid in self._unsorted:
-                found = np.isin(rows, held)
-            else:
-                at = np.minimum(np.searchsorted(held, rows), max(held.size - 1, 0))
-                found = (held[at] == rows) if held.size else np.zeros(rows.size, dtype=bool)
-            for i in np.flatnonzero(found & (rows >= 0)).tolist():
-                out[i].append(term)
-        return out
-
-    def matched_terms(self, slot: int, terms: Iterable[str]) -> list[str]:
-        """Which of ``terms`` occur in the document at ``slot``, in query order."""
-        return self.matched_terms_of([slot], terms)[0]

@@ -1,0 +1,126 @@
+"""The read side of the BM25 index: scores, matched terms and the information of a text.
+
+A mixin of :class:`~wikimem_watch.core.bm25.Bm25Index`, which owns the postings and the
+statistics; nothing here changes them (a cold build's postings are laid out first, as any
+read does: ``_settled``).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+
+
+class Bm25Queries:
+    """Reads over the index's state (declared here for the type checker)."""
+
+    k1: float
+    b: float
+    _term_id: dict[str, int]
+    _df: list[int]
+    _live: int
+    _slots: int
+    _doc_len: F64
+    _alive: npt.NDArray[np.bool_]
+    _dead: list[int]
+    _unsorted: set[int]
+
+    if TYPE_CHECKING:
+
+        @property
+        def avg_doc_len(self) -> float: ...
+
+        def _settled(self) -> None: ...
+
+        def postings(self, tid: int) -> tuple[I32, I32]: ...
+
+        def alive(self, slot: int) -> bool: ...
+
+    def score(self, terms: Iterable[str]) -> tuple[I64, F64]:
+        """(slots, scores) of every document matching at least one of ``terms`` (deduplicated)."""
+        tids = [
+            t for t in dict.fromkeys(self._term_id.get(term) for term in terms) if t is not None
+        ]
+        if not tids or not self._live:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        self._settled()
+        n = self._live
+        avgdl = self.avg_doc_len or 1.0
+        k1, b = self.k1, self.b
+        scores = np.zeros(self._slots, dtype=np.float64)
+        for tid in tids:
+            df = self._df[tid]
+            if df == 0:
+                continue
+            slots, tf_ints = self.postings(tid)
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)), in place: two
+            # arrays the size of the postings instead of six (a common term's are MBs), the
+            # same operations in the same order, so the same bits.
+            denom = self._doc_len[slots]
+            denom *= b
+            denom /= avgdl
+            denom += 1.0 - b
+            denom *= k1
+            tfs = tf_ints.astype(np.float64)
+            denom += tfs
+            tfs *= idf
+            tfs *= k1 + 1.0
+            tfs /= denom
+            scores[slots] += tfs
+        if self._dead:
+            scores[~self._alive[: len(scores)]] = 0.0
+        hit = np.flatnonzero(scores > 0.0)
+        return hit.astype(np.int64), scores[hit]
+
+    def information(self, terms: Iterable[str]) -> float:
+        """The sum of the idf of the distinct ``terms`` the index holds: how much a text with
+        these terms says, in the units BM25 scores in (ADR-0009 §11)."""
+        return self.idf_sum(self.term_ids(terms))
+
+    def term_ids(self, terms: Iterable[str]) -> array[int]:
+        """The ids of the distinct ``terms`` the index holds. An id stays the term's while
+        any document holds it; ``forgotten`` counts the terms dropped since the start."""
+        return array("i", {t for t in map(self._term_id.get, terms) if t is not None})
+
+    def idf_sum(self, tids: Iterable[int]) -> float:
+        """The sum of the idf of terms by id, by the current statistics (so exact after any
+        edit); a term no live document holds counts 0."""
+        self._settled()
+        n, df = self._live, self._df
+        return sum(
+            math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in map(df.__getitem__, tids) if d
+        )
+
+    def matched_terms_of(self, slots: Sequence[int], terms: Iterable[str]) -> list[list[str]]:
+        """``matched_terms`` for several documents: one search per term, not per pair."""
+        self._settled()
+        want = [s if self.alive(s) else -1 for s in slots]
+        rows = np.asarray(want, dtype=np.int64)
+        out: list[list[str]] = [[] for _ in want]
+        for term in dict.fromkeys(terms):
+            tid = self._term_id.get(term)
+            if tid is None or self._df[tid] == 0 or not rows.size:
+                continue
+            held, _ = self.postings(tid)
+            if tid in self._unsorted:
+                found = np.isin(rows, held)
+            else:
+                at = np.minimum(np.searchsorted(held, rows), max(held.size - 1, 0))
+                found = (held[at] == rows) if held.size else np.zeros(rows.size, dtype=bool)
+            for i in np.flatnonzero(found & (rows >= 0)).tolist():
+                out[i].append(term)
+        return out
+
+    def matched_terms(self, slot: int, terms: Iterable[str]) -> list[str]:
+        """Which of ``terms`` occur in the document at ``slot``, in query order."""
+        return self.matched_terms_of([slot], terms)[0]
