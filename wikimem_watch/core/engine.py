@@ -28,6 +28,7 @@ import numpy as np
 from ..config import Config
 from ..vectors.texts import embedding_texts
 from .bm25 import Bm25Index
+from .engine_vectors import EngineVectors
 from .facts import asked_before, ends_asking, entry_epoch_days, indexed_text, make_tokenizer
 from .models import Entry
 from .names import Names, add_names, name_keys, remove_names
@@ -36,7 +37,7 @@ from .reads import EngineReads, EntriesView
 from .scan import map_in_order
 from .store import EntryStore
 from .vault import NoteFilter, SkipFile, iter_notes, read_note
-from .vector_keys import EmbeddingInputs, VectorKeys, hex_keys, key_of
+from .vector_keys import VectorKeys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the vector side loads only when an embedder is configured
@@ -57,9 +58,6 @@ RACY_NS = 2_000_000_000
 # so Python's allocator cannot return their room: with 4096 a cold build of 100k entries
 # peaked ~18 MB higher than with 1024, which costs ~0.5-1 s more CPU there (ADR-0018).
 _BULK_ENTRIES = 1024
-# Vector keys set since the last sync, remembered so the sync looks at those only; past
-# this many (a sync that has not run for a long while) it looks at every key instead.
-FRESH_KEYS_KEPT = 65536
 
 
 @dataclass(slots=True)
@@ -101,7 +99,7 @@ class ApplyStats:
     skipped: list[str] = field(default_factory=list)
 
 
-class Engine(EngineReads):
+class Engine(EngineReads, EngineVectors):
     """A live index over one vault. Thread-safe: appliers take ``apply_lock`` and, for the
     swap only, the ``lock`` that queries read under."""
 
@@ -254,60 +252,6 @@ class Engine(EngineReads):
                 batch, size = [], 0
         self._swap(batch, stats)
 
-    def sync_vectors(self, *, rebuild: bool = False) -> None:
-        """Queue the entries for background embedding (only keys the cache lacks cost a call).
-
-        The daemon calls this once per applied batch, not per file. With it go the keys set
-        and the count of keys dropped since the last call, so the sync looks at those only
-        and an edit costs the same at 10k and 1M entries (ADR-0020); every key is looked at
-        after a start, a rebuild, or more than ``FRESH_KEYS_KEPT`` keys.
-        """
-        if self.vectors is None:
-            return
-        with self.lock:
-            fresh, self._fresh_vector_keys = self._fresh_vector_keys, set()
-            removed, self._removed_vector_keys = self._removed_vector_keys, 0
-        if rebuild:
-            fresh = None
-        self.vectors.update(
-            self.embedding_inputs(lazy=fresh is not None),
-            fresh=fresh,
-            removed=removed,
-            rebuild=rebuild,
-        )
-
-    def embedding_inputs(self, *, lazy: bool = False) -> EmbeddingInputs:
-        """Every live entry's vector key (content hash of its embedded text) → that text,
-        made when asked (``vector_keys.EmbeddingInputs``). The keys are a copy of the moment;
-        ``lazy``: of the moment they are first listed, which takes the engine's lock then, so
-        only a sync that lists them holding no other lock may have it (``VectorSync.sync``).
-
-        Empty unless an embedder is configured (``tracks_vectors``).
-        """
-        if lazy:
-            return EmbeddingInputs(self._live_vector_keys, self.embedded_text)
-        keys = self._live_vector_keys()
-        return EmbeddingInputs(lambda: keys, self.embedded_text)
-
-    def _live_vector_keys(self) -> npt.NDArray[np.uint8]:
-        with self.lock:
-            return self.vector_keys.live()
-
-    def embedded_text(self, key: str) -> str | None:
-        """The text embedded for the live entries with vector key ``key``; None when no
-        live entry has it (edited or removed since the key was read)."""
-        with self.lock:
-            for slot in self.vector_keys.slots_of([key]).tolist():
-                path = self.store.path[slot]
-                record = self.files.get(path) if path is not None else None
-                if record is None:
-                    continue
-                slots = list(record.slots)
-                text = embedding_texts([self.store.entry(s) for s in slots])[slots.index(slot)]
-                if key_of(text).hex() == key:
-                    return text
-            return None
-
     def _with_links(self, paths: Iterable[str]) -> list[str]:
         """``paths`` (once each), then the symlinks in the vault that lead to one of them."""
         out = dict.fromkeys(paths)
@@ -448,14 +392,6 @@ class Engine(EngineReads):
             ordered = sorted(self.days[day], key=lambda s: (int(minute[s]), int(line[s])))
             self.days[day] = array("i", ordered)
             self._link_day(day)
-
-    def _track_vectors(self, slots: list[int], texts: list[str]) -> None:
-        self.vector_keys.set(slots, texts)  # keyed by the embedded text, never a path
-        fresh = self._fresh_vector_keys
-        if fresh is not None:
-            fresh.update(hex_keys(self.vector_keys.raw[slots]))
-            if len(fresh) > FRESH_KEYS_KEPT:
-                self._fresh_vector_keys = None  # the next sync looks at every key
 
     def _drop(self, rel: str) -> bool:
         self.skipped.pop(rel, None)
