@@ -104,7 +104,7 @@ class VectorCache:
 
     def _reset(self) -> None:
         dim = self.fingerprint.get("dim")
-        self._m = VectorMatrix(dim if isinstance(dim, int) else 0)
+        self._m = VectorMatrix(dim if isinstance(dim, int) else 0, self.cache_dir)
         self._groups: dict[str, _Group] = {}  # keys-file name → group
         self._failed: dict[str, tuple[int, ...]] = {}  # keys-file name → signature that failed
         # Rows added, keys dropped and rows picked up since dead rows were last counted: an
@@ -177,9 +177,13 @@ class VectorCache:
             npy_path = self.cache_dir / str(header["vectors_file"])
             if name != KEYS_FILE and npy_path.name != npy_of(name):
                 raise ValueError(f"names {npy_path.name}, not its own matrix")
-            matrix, good = read_matrix(npy_path, header)
-            if self._m.dim and matrix.shape[1] != self._m.dim:
-                raise ValueError(f"dim {matrix.shape[1]} != {self._m.dim}")
+            rows, dim = header["rows"], header["dim"]
+            if not isinstance(rows, int) or not isinstance(dim, int) or dim < 1:
+                raise ValueError(f"header says {rows!r} rows of dim {dim!r}")
+            if self._m.dim and dim != self._m.dim:
+                raise ValueError(f"dim {dim} != {self._m.dim}")
+            # Straight into the matrix's free rows (a map: off the heap); kept by commit.
+            good = read_matrix(npy_path, header, self._m.reserve(rows, dim), self._m.settle)
         except ValueError as exc:
             self._failed[name] = sig
             self._drop(f"{name}: {exc}; its rows are treated as missing")
@@ -193,7 +197,7 @@ class VectorCache:
                 "missing (re-embedded)"
             )
             spans = kept
-        self._m.append(spans, matrix)
+        self._m.commit(spans)
         hashes = tuple(h for h, _, _ in spans)
         self._m.ref(hashes, 1)
         self._groups[name] = _Group(keys_path, npy_path, len(good), hashes, sig, complete)
@@ -377,7 +381,7 @@ class VectorCache:
             with contextlib.suppress(FileNotFoundError):
                 (self.cache_dir / KEYS_FILE).unlink()
         groups = dict(self._groups)
-        self._m = VectorMatrix(self._m.dim)
+        self._m = VectorMatrix(self._m.dim, self.cache_dir)
         self._m.append(spans, matrix)
         for group in groups.values():
             self._m.ref(group.hashes, 1)
@@ -393,7 +397,7 @@ class VectorCache:
             old = [p for p in self.cache_dir.iterdir() if OURS.fullmatch(p.name) and p.is_file()]
             self.fingerprint = dict(rebuilt.fingerprint)
             self._reset()
-            self._m = VectorMatrix(rebuilt._m.dim)
+            self._m = VectorMatrix(rebuilt._m.dim, self.cache_dir)
             self._m.append(spans, matrix)
             out = self._write(spans, matrix, base=True) if spans else ""
             for path in old:
