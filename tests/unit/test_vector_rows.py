@@ -3,6 +3,7 @@ answers exactly as one in memory; loading streams the files; nothing maps a cach
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -17,7 +18,7 @@ from wikimem_watch.vectors import files as files_module
 from wikimem_watch.vectors import memory as memory_module
 from wikimem_watch.vectors import rows as rows_module
 from wikimem_watch.vectors.cache import VectorCache
-from wikimem_watch.vectors.files import BLOCK_ROWS, packed
+from wikimem_watch.vectors.files import BLOCK_ROWS, npy_bytes, packed, write_group
 from wikimem_watch.vectors.memory import VectorMatrix
 
 DIM = 40
@@ -311,3 +312,32 @@ def test_truncating_or_deleting_cache_files_under_a_loaded_cache_cannot_crash_it
     ours = [f for f in result["fds"] if f.startswith(str(tmp_path))]
     assert ours and all(f.endswith("(deleted)") for f in ours), ours
     assert json.loads(json.dumps(expected)) == result["found"]
+
+
+@pytest.mark.usefixtures("small_passes")
+@pytest.mark.parametrize("rows", [0, 1, BLOCK_ROWS, 3 * BLOCK_ROWS + 5])
+def test_a_streamed_write_writes_the_bytes_and_sums_np_save_would(
+    tmp_path: Path, rows: int
+) -> None:
+    matrix = _rows(rows, 10) if rows else np.zeros((0, DIM), dtype=np.float32)
+    spans = packed((f"w{i}", 1) for i in range(rows))
+    npy, keys = tmp_path / "m.npy", tmp_path / "m.keys.jsonl"
+    written = write_group(keys, npy, FINGERPRINT, spans, matrix)
+    expected = npy_bytes(matrix)
+    assert npy.read_bytes() == expected
+    header = json.loads(keys.read_text(encoding="utf-8").splitlines()[0])
+    assert header["sha256"] == hashlib.sha256(expected).hexdigest()
+    raw, step = matrix.tobytes(), BLOCK_ROWS * DIM * 4
+    sums = [hashlib.sha256(raw[i : i + step]).hexdigest()[:16] for i in range(0, len(raw), step)]
+    assert header["block_sha256"] == sums
+    assert written == len(expected) + keys.stat().st_size
+
+
+@pytest.mark.usefixtures("small_passes")
+def test_segment_names_are_the_content_digest_as_before(tmp_path: Path) -> None:
+    cache = _cache(tmp_path)
+    items = _fill(cache, 2 * BLOCK_ROWS + 3, 11)
+    matrix = np.stack(list(items.values()))
+    digest = hashlib.sha256(json.dumps([FINGERPRINT, list(items)]).encode("utf-8"))
+    digest.update(npy_bytes(matrix))
+    assert (tmp_path / f"seg-{digest.hexdigest()[:16]}.npy").read_bytes() == npy_bytes(matrix)

@@ -25,11 +25,11 @@ import io
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem_watch.atomic import atomic_write
+from wikimem_watch.atomic import atomic_file, atomic_write
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,11 +68,48 @@ def npy_bytes(matrix: FloatMatrix) -> bytes:
     return buf.getvalue()
 
 
-def segment_name(fingerprint: Mapping[str, object], hashes: list[str], npy: bytes) -> str:
-    """``seg-<sha256[:16]>`` of the content: equal bytes, equal name; else never equal."""
-    digest = hashlib.sha256(json.dumps([fingerprint, hashes]).encode("utf-8"))
-    digest.update(npy)
-    return f"seg-{digest.hexdigest()[:16]}"
+def npy_prefix(rows: int, dim: int) -> bytes:
+    """The bytes ``np.save`` writes before the data of a (rows, dim) float32 matrix."""
+    import numpy as np
+
+    buf = io.BytesIO()
+    descr = np.lib.format.dtype_to_descr(np.dtype(np.float32))
+    header = {"descr": descr, "fortran_order": False, "shape": (rows, dim)}
+    np.lib.format.write_array_header_1_0(buf, header)
+    return buf.getvalue()
+
+
+def _parts(matrix: FloatMatrix, done: Callable[[int, int], None] | None) -> Iterator[memoryview]:
+    """The bytes of a C-contiguous matrix, whole blocks of ``BLOCK_ROWS`` rows at a time
+    (``done(start, end)`` after each part of rows is used)."""
+    rows, dim = matrix.shape
+    step = max(1, READ_BYTES // (BLOCK_ROWS * dim * 4)) * BLOCK_ROWS
+    for start in range(0, rows, step):
+        end = min(start + step, rows)
+        yield matrix[start:end].data.cast("B")
+        if done is not None:
+            done(start, end)
+
+
+def group_sums(
+    fingerprint: Mapping[str, object],
+    hashes: list[str],
+    matrix: FloatMatrix,
+    done: Callable[[int, int], None] | None = None,
+) -> tuple[str, str, list[str]]:
+    """One pass over a group's rows: its name, ``seg-<sha256[:16]>`` of the content (equal
+    bytes, equal name; else never equal), the .npy file's sha256 and its block sums."""
+    prefix = npy_prefix(*matrix.shape)
+    name = hashlib.sha256(json.dumps([fingerprint, hashes]).encode("utf-8"))
+    name.update(prefix)
+    whole = hashlib.sha256(prefix)
+    blocks: list[str] = []
+    block_bytes = BLOCK_ROWS * int(matrix.shape[1]) * 4
+    for part in _parts(matrix, done):
+        name.update(part)
+        whole.update(part)
+        blocks += [_block_sum(part[i : i + block_bytes]) for i in range(0, len(part), block_bytes)]
+    return f"seg-{name.hexdigest()[:16]}", whole.hexdigest(), blocks
 
 
 def write_group(
@@ -83,35 +120,41 @@ def write_group(
     matrix: FloatMatrix,
     *,
     copy_keys_to: Path | None = None,
-    npy: bytes | None = None,
+    sums: tuple[str, str, list[str]] | None = None,
+    done: Callable[[int, int], None] | None = None,
 ) -> int:
     """Write the matrix, then its keys file (header: file name, fingerprint, dim, checksums);
     returns the bytes written. ``copy_keys_to`` also writes the same keys bytes there (the
     fixed-name ``vectors.keys.jsonl`` that wikimem reads), after the group is complete;
-    ``npy`` is the matrix's ``.npy`` bytes when the caller has them already."""
+    ``sums`` are ``group_sums`` when the caller has them already. The rows are streamed
+    from ``matrix`` (no copy of it is made; ``done`` as for ``group_sums``)."""
     import numpy as np
 
-    npy = npy_bytes(matrix) if npy is None else npy
-    raw = np.ascontiguousarray(matrix, dtype=np.float32).tobytes()
-    step = BLOCK_ROWS * int(matrix.shape[1]) * 4
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    hashes = [h for h, _, _ in spans]
+    _, whole, blocks = sums if sums is not None else group_sums(fingerprint, hashes, matrix, done)
     header = {
         "vectors_file": npy_path.name,
         **fingerprint,
         "dim": int(matrix.shape[1]),
         "rows": int(matrix.shape[0]),
-        "sha256": hashlib.sha256(npy).hexdigest(),
+        "sha256": whole,
         "block_rows": BLOCK_ROWS,
-        "block_sha256": [_block_sum(raw[i : i + step]) for i in range(0, len(raw), step)],
+        "block_sha256": blocks,
         "format": FORMAT,
     }
     lines = [json.dumps(header, ensure_ascii=False)]
     lines += [json.dumps({"hash": h, "chunk": c}) for h, _, n in spans for c in range(n)]
     keys = ("\n".join(lines) + "\n").encode("utf-8")
-    atomic_write(npy_path, npy)
+    prefix = npy_prefix(*matrix.shape)
+    with atomic_file(npy_path) as fh:
+        fh.write(prefix)
+        for part in _parts(matrix, done):
+            fh.write(part)
     atomic_write(keys_path, keys)
     if copy_keys_to is not None:
         atomic_write(copy_keys_to, keys)
-    return len(npy) + len(keys) * (1 if copy_keys_to is None else 2)
+    return len(prefix) + matrix.nbytes + len(keys) * (1 if copy_keys_to is None else 2)
 
 
 def read_keys(keys_path: Path, npy_name: re.Pattern[str]) -> tuple[dict[str, object], list[Span]]:

@@ -155,6 +155,33 @@ class VectorMatrix:
         spans = packed(zip([self.hashes[i] for i in order], counts.tolist(), strict=True))
         return spans, matrix
 
+    def subset(self, hashes: Sequence[str], scratch_dir: Path | None) -> VectorMatrix:
+        """A new matrix of the rows of ``hashes`` (held ones, first occurrence, in the given
+        order; no refs), copied a block at a time into its own store (a map when large)."""
+        import numpy as np
+
+        order = [self.hid[h] for h in dict.fromkeys(hashes) if h in self.hid]
+        ids = np.array(order, dtype=np.int64)
+        counts = self.counts(ids)
+        rows = rows_of(self.starts[ids], counts)
+        out = VectorMatrix(self.dim, scratch_dir)
+        if not order:
+            return out
+        tail = out.reserve(len(rows), self.mat.shape[1])
+        for start in range(0, len(rows), SCAN_ROWS):
+            end = min(start + SCAN_ROWS, len(rows))
+            tail[start:end] = self._take(rows[start:end])
+            out.settle(start, end)
+        out._commit(packed(zip([self.hashes[i] for i in order], counts.tolist(), strict=True)))
+        return out
+
+    def spans(self) -> list[Span]:
+        """Every held hash's rows, in order (packed from row 0)."""
+        import numpy as np
+
+        counts = self.counts(np.arange(len(self.hashes)))
+        return packed(zip(self.hashes, counts.tolist(), strict=True))
+
     # -- search ----------------------------------------------------------------------------
 
     def ids(self, hashes: Iterable[str]) -> IntArray:
