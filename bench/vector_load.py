@@ -1,6 +1,7 @@
 """A vector cache of N rows loaded from its files: load time, peak RSS, search p50 (ADR-0021).
 
-    .venv/bin/python bench/vector_load.py --rows 300000,1000000 --dir /tmp/vecmmap/cache
+    .venv/bin/python bench/vector_load.py --rows 300000,1000000 --dir /tmp/vector_load
+    .venv/bin/python bench/vector_load.py --phase compact --rows 1000000 --dir /tmp/vector_load
 
 For each N: ``build`` writes a real cache of N 384-d rows through ``VectorCache`` (``add``
 in segments of 65,536 rows, then ``maintain``, so there is a base and the policy's merges;
@@ -8,8 +9,10 @@ skipped when ``--dir``/N already holds one), then a fresh process (its peak RSS 
 ``load``s it and asks what ``VectorService.cosines`` asks for each query: the 50 nearest
 hashes of the whole cache (binary codes and a float32 re-rank above 200k rows, ADR-0007)
 and the exact cosines of a 200-hash BM25 pool. The first query (which codes the rows) is
-timed apart. ``--src DIR`` imports ``wikimem_watch`` from DIR (e.g. an export of main), to
-measure before and after on the same files. Prints one JSON line per N.
+timed apart. ``--phase compact`` (not part of ``all``) loads a copy and rewrites its base
+without 1% of the rows, as ``maintain`` does: time and peak RSS. ``--src DIR`` imports
+``wikimem_watch`` from DIR (e.g. an export of main), to measure before and after on the
+same files. Prints one JSON line per N.
 """
 
 from __future__ import annotations
@@ -101,19 +104,45 @@ def measure(cache_dir: Path, rows: int, n_queries: int) -> dict[str, object]:
     return out
 
 
+def compact(cache_dir: Path, rows: int) -> dict[str, object]:
+    """Load a copy of the cache, then rewrite its base without the last 1% of the rows (as
+    ``maintain`` does once enough rows have died): the time and the peak RSS."""
+    import shutil
+    import tempfile
+
+    from wikimem_watch.vectors.cache import VectorCache
+
+    with tempfile.TemporaryDirectory(dir=cache_dir.parent) as tmp:
+        copy = Path(tmp) / "cache"
+        shutil.copytree(cache_dir, copy)
+        cache = VectorCache(copy, FINGERPRINT)
+        cache.load()
+        loaded_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        t0 = time.perf_counter()
+        cache.compact([f"{i:016x}" for i in range(rows - rows // 100)])
+        out: dict[str, object] = {"compact_s": round(time.perf_counter() - t0, 2)}
+        out["rows_after"] = cache.stats()["rows"]
+        out["peak_rss_after_load_mb"] = loaded_mb
+        out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", default="300000,1000000")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/vector_load"))
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--src", type=Path, default=ROOT, help="import wikimem_watch from here")
-    ap.add_argument("--phase", choices=["all", "build", "measure"], default="all")
+    ap.add_argument("--phase", choices=["all", "build", "measure", "compact"], default="all")
     args = ap.parse_args()
     sys.path[:0] = [str(args.src), str(ROOT)]
     for rows in [int(r) for r in args.rows.split(",")]:
         cache_dir = args.dir / str(rows)
         if args.phase == "build":
             print(json.dumps({"rows": rows, **build(cache_dir, rows)}), flush=True)
+            continue
+        if args.phase == "compact":
+            print(json.dumps({"rows": rows, **compact(cache_dir, rows)}), flush=True)
             continue
         if args.phase == "measure":
             print(json.dumps({"rows": rows, **measure(cache_dir, rows, args.queries)}))

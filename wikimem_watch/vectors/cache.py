@@ -362,7 +362,9 @@ class VectorCache:
                     self.compact(keys())
                 else:
                     hashes = [h for name in step.names for h in self._groups[name].hashes]
-                    out = self._write(*self._m.gather(hashes))
+                    merged = self._m.subset(hashes, self.cache_dir)  # a map when large
+                    matrix = merged.mat[: merged.n_rows]
+                    out = self._write(merged.spans(), matrix, done=merged.store.release)
                     for name in step.names:
                         if name != out:
                             self._forget(name)
