@@ -250,9 +250,9 @@ def read_matrix(
                 good[done_rows:full] = np.isfinite(out[done_rows:full]).all(axis=1)
                 if done is not None:
                     done(done_rows, end)
+                done_rows = full
                 if full < end:
                     break
-                done_rows = full
             else:
                 for rest in iter(lambda: fh.read(READ_BYTES), b""):  # bytes past the rows
                     whole.update(rest)
@@ -263,7 +263,7 @@ def read_matrix(
     sums = header.get("block_sha256")
     if not isinstance(sums, list):
         raise ValueError(f"{npy_path.name} checksum differs (torn, or replaced by a sync)")
-    return good & _trusted_blocks(npy_path.name, out, int(good.size), header, sums, done)
+    return good & _trusted_blocks(npy_path.name, out, done_rows, header, sums, done)
 
 
 def _read_into(fh: io.BufferedReader, view: memoryview) -> int:

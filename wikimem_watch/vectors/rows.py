@@ -57,9 +57,8 @@ class RowStore:
         self.map_min_bytes = MAP_MIN_BYTES
         self.array: FloatMatrix = np.zeros((0, max(dim, 1)), dtype=np.float32)
         self._fd: int | None = None
-        self._closer: weakref.finalize[[int], RowStore] | None = (
-            None  # closes the fd with the store
-        )
+        # Closes the fd when the store goes (a map keeps its own until its last view goes).
+        self._closer: weakref.finalize[[int], RowStore] | None = None
         self._map: mmap.mmap | None = None
         self._warned = False
 
