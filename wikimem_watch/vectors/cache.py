@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,14 +35,13 @@ from wikimem_watch.vectors.files import (
     OURS,
     SEG_KEYS,
     Span,
+    group_sums,
     manifest_target,
-    npy_bytes,
     npy_of,
     packed,
     read_keys,
     read_matrix,
     remove_stale,
-    segment_name,
     signature,
     write_group,
 )
@@ -104,7 +103,7 @@ class VectorCache:
 
     def _reset(self) -> None:
         dim = self.fingerprint.get("dim")
-        self._m = VectorMatrix(dim if isinstance(dim, int) else 0)
+        self._m = VectorMatrix(dim if isinstance(dim, int) else 0, self.cache_dir)
         self._groups: dict[str, _Group] = {}  # keys-file name → group
         self._failed: dict[str, tuple[int, ...]] = {}  # keys-file name → signature that failed
         # Rows added, keys dropped and rows picked up since dead rows were last counted: an
@@ -177,9 +176,13 @@ class VectorCache:
             npy_path = self.cache_dir / str(header["vectors_file"])
             if name != KEYS_FILE and npy_path.name != npy_of(name):
                 raise ValueError(f"names {npy_path.name}, not its own matrix")
-            matrix, good = read_matrix(npy_path, header)
-            if self._m.dim and matrix.shape[1] != self._m.dim:
-                raise ValueError(f"dim {matrix.shape[1]} != {self._m.dim}")
+            rows, dim = header["rows"], header["dim"]
+            if not isinstance(rows, int) or not isinstance(dim, int) or dim < 1:
+                raise ValueError(f"header says {rows!r} rows of dim {dim!r}")
+            if self._m.dim and dim != self._m.dim:
+                raise ValueError(f"dim {dim} != {self._m.dim}")
+            # Straight into the matrix's free rows (a map: off the heap); kept by commit.
+            good = read_matrix(npy_path, header, self._m.reserve(rows, dim), self._m.settle)
         except ValueError as exc:
             self._failed[name] = sig
             self._drop(f"{name}: {exc}; its rows are treated as missing")
@@ -193,7 +196,7 @@ class VectorCache:
                 "missing (re-embedded)"
             )
             spans = kept
-        self._m.append(spans, matrix)
+        self._m.commit(spans)
         hashes = tuple(h for h, _, _ in spans)
         self._m.ref(hashes, 1)
         self._groups[name] = _Group(keys_path, npy_path, len(good), hashes, sig, complete)
@@ -279,18 +282,32 @@ class VectorCache:
                 log.warning("vector cache: %s (vectors kept in memory only)", self.last_error)
             return int(matrix.shape[0])
 
-    def _write(self, spans: list[Span], matrix: FloatMatrix, *, base: bool = False) -> str:
+    def _write(
+        self,
+        spans: list[Span],
+        matrix: FloatMatrix,
+        *,
+        base: bool = False,
+        done: Callable[[int, int], None] | None = None,
+    ) -> str:
         """Write a group (unless a group of the same content is on disk) and track it;
-        ``base`` also copies its keys to ``vectors.keys.jsonl``. Returns its keys name."""
-        npy = npy_bytes(matrix)
-        name = segment_name(self.fingerprint, [h for h, _, _ in spans], npy)
-        keys_name = f"{name}.keys.jsonl"
-        keys_path, npy_path = self.cache_dir / keys_name, self.cache_dir / f"{name}.npy"
+        ``base`` also copies its keys to ``vectors.keys.jsonl``. Returns its keys name.
+        The rows are streamed from ``matrix`` (``done``: ``files.group_sums``)."""
+        sums = group_sums(self.fingerprint, [h for h, _, _ in spans], matrix, done)
+        keys_name = f"{sums[0]}.keys.jsonl"
+        keys_path, npy_path = self.cache_dir / keys_name, self.cache_dir / f"{sums[0]}.npy"
         if keys_name not in self._groups:  # equal name, equal bytes: another machine's copy
             self.ensure_dir()
             copy = self.cache_dir / KEYS_FILE if base else None
             self.bytes_written += write_group(
-                keys_path, npy_path, self.fingerprint, spans, matrix, copy_keys_to=copy, npy=npy
+                keys_path,
+                npy_path,
+                self.fingerprint,
+                spans,
+                matrix,
+                copy_keys_to=copy,
+                sums=sums,
+                done=done,
             )
             hashes = tuple(h for h, _, _ in spans)
             sig = signature(keys_path, npy_path)
@@ -355,7 +372,9 @@ class VectorCache:
                     self.compact(live)
                 else:
                     hashes = [h for name in step.names for h in self._groups[name].hashes]
-                    out = self._write(*self._m.gather(hashes))
+                    merged = self._m.subset(hashes, self.cache_dir)  # a map when large
+                    matrix = merged.mat[: merged.n_rows]
+                    out = self._write(merged.spans(), matrix, done=merged.store.release)
                     for name in step.names:
                         if name != out:
                             self._forget(name)
@@ -375,11 +394,14 @@ class VectorCache:
             for group in self._groups.values():
                 if group.arrived_at is not None and now - group.arrived_at < RECENT_S:
                     keep.update(group.hashes)
-            spans, matrix = self._m.gather(sorted(keep))
-            self._replace_all(spans, matrix, old=list(self._groups))
+            # Straight into a new matrix (a map when large), written from there: no copy of
+            # the rows on the heap.
+            self._replace_all(self._m.subset(sorted(keep), self.cache_dir), list(self._groups))
 
-    def _replace_all(self, spans: list[Span], matrix: FloatMatrix, old: list[str]) -> None:
-        out = self._write(spans, matrix, base=True) if spans else None
+    def _replace_all(self, fresh: VectorMatrix, old: list[str]) -> None:
+        spans = fresh.spans()
+        matrix = fresh.mat[: fresh.n_rows]
+        out = self._write(spans, matrix, base=True, done=fresh.store.release) if spans else None
         for name in old:
             if name != out and name in self._groups:
                 self._forget(name)
@@ -387,8 +409,7 @@ class VectorCache:
             with contextlib.suppress(FileNotFoundError):
                 (self.cache_dir / KEYS_FILE).unlink()
         groups = dict(self._groups)
-        self._m = VectorMatrix(self._m.dim)
-        self._m.append(spans, matrix)
+        self._m = fresh
         for group in groups.values():
             self._m.ref(group.hashes, 1)
         remove_stale(self.cache_dir, groups[out].npy.name if out else "")
@@ -399,14 +420,15 @@ class VectorCache:
         lands, the old cache is intact and serving; a failure leaves it so."""
         wanted = sorted(set(live))  # listed before the locks (see ``missing``)
         with self._lock, rebuilt._lock:
-            spans, matrix = rebuilt._m.gather(wanted)
             self.ensure_dir()
+            fresh = rebuilt._m.subset(wanted, self.cache_dir)
             old = [p for p in self.cache_dir.iterdir() if OURS.fullmatch(p.name) and p.is_file()]
             self.fingerprint = dict(rebuilt.fingerprint)
             self._reset()
-            self._m = VectorMatrix(rebuilt._m.dim)
-            self._m.append(spans, matrix)
-            out = self._write(spans, matrix, base=True) if spans else ""
+            self._m = fresh
+            spans, matrix = fresh.spans(), fresh.mat[: fresh.n_rows]
+            done = fresh.store.release
+            out = self._write(spans, matrix, base=True, done=done) if spans else ""
             for path in old:
                 if path.name not in (out, npy_of(out)):
                     with contextlib.suppress(FileNotFoundError):

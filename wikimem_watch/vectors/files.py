@@ -25,11 +25,11 @@ import io
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikimem_watch.atomic import atomic_write
+from wikimem_watch.atomic import atomic_file, atomic_write
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 KEYS_FILE = "vectors.keys.jsonl"  # a copy of the base's keys (wikimem reads this name)
 FORMAT = 2
 BLOCK_ROWS = 256
+READ_BYTES = 8 << 20  # a matrix file is read and checksummed this much at a time
 ORPHAN_GRACE_S = 3600.0  # a synced-in half segment may wait this long for its other half
 BASE_NPY = re.compile(r"vectors-(\d{6})\.npy")
 SEG_KEYS = re.compile(r"seg-[0-9a-f]{16}\.keys\.jsonl")
@@ -67,11 +68,48 @@ def npy_bytes(matrix: FloatMatrix) -> bytes:
     return buf.getvalue()
 
 
-def segment_name(fingerprint: Mapping[str, object], hashes: list[str], npy: bytes) -> str:
-    """``seg-<sha256[:16]>`` of the content: equal bytes, equal name; else never equal."""
-    digest = hashlib.sha256(json.dumps([fingerprint, hashes]).encode("utf-8"))
-    digest.update(npy)
-    return f"seg-{digest.hexdigest()[:16]}"
+def npy_prefix(rows: int, dim: int) -> bytes:
+    """The bytes ``np.save`` writes before the data of a (rows, dim) float32 matrix."""
+    import numpy as np
+
+    buf = io.BytesIO()
+    descr = np.lib.format.dtype_to_descr(np.dtype(np.float32))
+    header = {"descr": descr, "fortran_order": False, "shape": (rows, dim)}
+    np.lib.format.write_array_header_1_0(buf, header)
+    return buf.getvalue()
+
+
+def _parts(matrix: FloatMatrix, done: Callable[[int, int], None] | None) -> Iterator[memoryview]:
+    """The bytes of a C-contiguous matrix, whole blocks of ``BLOCK_ROWS`` rows at a time
+    (``done(start, end)`` after each part of rows is used)."""
+    rows, dim = matrix.shape
+    step = max(1, READ_BYTES // (BLOCK_ROWS * dim * 4)) * BLOCK_ROWS
+    for start in range(0, rows, step):
+        end = min(start + step, rows)
+        yield matrix[start:end].data.cast("B")
+        if done is not None:
+            done(start, end)
+
+
+def group_sums(
+    fingerprint: Mapping[str, object],
+    hashes: list[str],
+    matrix: FloatMatrix,
+    done: Callable[[int, int], None] | None = None,
+) -> tuple[str, str, list[str]]:
+    """One pass over a group's rows: its name, ``seg-<sha256[:16]>`` of the content (equal
+    bytes, equal name; else never equal), the .npy file's sha256 and its block sums."""
+    prefix = npy_prefix(*matrix.shape)
+    name = hashlib.sha256(json.dumps([fingerprint, hashes]).encode("utf-8"))
+    name.update(prefix)
+    whole = hashlib.sha256(prefix)
+    blocks: list[str] = []
+    block_bytes = BLOCK_ROWS * int(matrix.shape[1]) * 4
+    for part in _parts(matrix, done):
+        name.update(part)
+        whole.update(part)
+        blocks += [_block_sum(part[i : i + block_bytes]) for i in range(0, len(part), block_bytes)]
+    return f"seg-{name.hexdigest()[:16]}", whole.hexdigest(), blocks
 
 
 def write_group(
@@ -82,61 +120,83 @@ def write_group(
     matrix: FloatMatrix,
     *,
     copy_keys_to: Path | None = None,
-    npy: bytes | None = None,
+    sums: tuple[str, str, list[str]] | None = None,
+    done: Callable[[int, int], None] | None = None,
 ) -> int:
     """Write the matrix, then its keys file (header: file name, fingerprint, dim, checksums);
     returns the bytes written. ``copy_keys_to`` also writes the same keys bytes there (the
     fixed-name ``vectors.keys.jsonl`` that wikimem reads), after the group is complete;
-    ``npy`` is the matrix's ``.npy`` bytes when the caller has them already."""
+    ``sums`` are ``group_sums`` when the caller has them already. The rows are streamed
+    from ``matrix`` (no copy of it is made; ``done`` as for ``group_sums``)."""
     import numpy as np
 
-    npy = npy_bytes(matrix) if npy is None else npy
-    raw = np.ascontiguousarray(matrix, dtype=np.float32).tobytes()
-    step = BLOCK_ROWS * int(matrix.shape[1]) * 4
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    hashes = [h for h, _, _ in spans]
+    _, whole, blocks = sums if sums is not None else group_sums(fingerprint, hashes, matrix, done)
     header = {
         "vectors_file": npy_path.name,
         **fingerprint,
         "dim": int(matrix.shape[1]),
         "rows": int(matrix.shape[0]),
-        "sha256": hashlib.sha256(npy).hexdigest(),
+        "sha256": whole,
         "block_rows": BLOCK_ROWS,
-        "block_sha256": [_block_sum(raw[i : i + step]) for i in range(0, len(raw), step)],
+        "block_sha256": blocks,
         "format": FORMAT,
     }
     lines = [json.dumps(header, ensure_ascii=False)]
     lines += [json.dumps({"hash": h, "chunk": c}) for h, _, n in spans for c in range(n)]
     keys = ("\n".join(lines) + "\n").encode("utf-8")
-    atomic_write(npy_path, npy)
+    prefix = npy_prefix(*matrix.shape)
+    with atomic_file(npy_path) as fh:
+        fh.write(prefix)
+        for part in _parts(matrix, done):
+            fh.write(part)
     atomic_write(keys_path, keys)
     if copy_keys_to is not None:
         atomic_write(copy_keys_to, keys)
-    return len(npy) + len(keys) * (1 if copy_keys_to is None else 2)
+    return len(prefix) + matrix.nbytes + len(keys) * (1 if copy_keys_to is None else 2)
 
 
 def read_keys(keys_path: Path, npy_name: re.Pattern[str]) -> tuple[dict[str, object], list[Span]]:
-    """Parse one keys file into (header, spans). Raises ValueError saying what is wrong."""
+    """Parse one keys file into (header, spans). Raises ValueError saying what is wrong.
+
+    Read a line at a time, keeping the spans only (a million key dicts at once would take
+    ~300 MB that the allocator keeps after they are freed); the first fault found is
+    reported in the order of the checks: unreadable, header, row count, then keys."""
+    header: object = None
+    spans: list[Span] = []
+    fault: str | None = None
+    rows = 0
     try:
-        lines = keys_path.read_text(encoding="utf-8").splitlines()
-        header = json.loads(lines[0]) if lines else None
-        keys = [json.loads(line) for line in lines[1:]]
+        with keys_path.open("rb") as fh:
+            first = fh.readline()
+            header = json.loads(first.decode("utf-8")) if first else None
+            for row, line in enumerate(fh):
+                key, rows = json.loads(line.decode("utf-8")), row + 1
+                fault = fault or _add_key(spans, key, row)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"unreadable keys file: {exc}") from exc
     if not isinstance(header, dict) or not npy_name.fullmatch(str(header.get("vectors_file"))):
         raise ValueError("bad header line")
-    if header.get("rows") != len(keys) or not isinstance(header.get("dim"), int):
-        raise ValueError(f"header says {header.get('rows')!r} rows, file has {len(keys)} keys")
-    spans: list[Span] = []
-    for row, key in enumerate(keys):
-        h, chunk = (key.get("hash"), key.get("chunk")) if isinstance(key, dict) else (None, None)
-        if not isinstance(h, str) or not isinstance(chunk, int):
-            raise ValueError(f"bad key line {row + 2}")
-        if chunk == 0:
-            spans.append((h, row, 1))
-        elif spans and spans[-1][0] == h and spans[-1][2] == chunk:
-            spans[-1] = (h, spans[-1][1], chunk + 1)
-        else:
-            raise ValueError(f"chunks of {h!r} are not contiguous at line {row + 2}")
+    if header.get("rows") != rows or not isinstance(header.get("dim"), int):
+        raise ValueError(f"header says {header.get('rows')!r} rows, file has {rows} keys")
+    if fault is not None:
+        raise ValueError(fault)
     return header, spans
+
+
+def _add_key(spans: list[Span], key: object, row: int) -> str | None:
+    """Extend ``spans`` by the key of matrix row ``row``; or say what is wrong with it."""
+    h, chunk = (key.get("hash"), key.get("chunk")) if isinstance(key, dict) else (None, None)
+    if not isinstance(h, str) or not isinstance(chunk, int):
+        return f"bad key line {row + 2}"
+    if chunk == 0:
+        spans.append((h, row, 1))
+    elif spans and spans[-1][0] == h and spans[-1][2] == chunk:
+        spans[-1] = (h, spans[-1][1], chunk + 1)
+    else:
+        return f"chunks of {h!r} are not contiguous at line {row + 2}"
+    return None
 
 
 def signature(*paths: Path) -> tuple[int, ...]:
@@ -152,51 +212,75 @@ def signature(*paths: Path) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _block_sum(data: bytes) -> str:
+def _block_sum(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def read_matrix(npy_path: Path, header: Mapping[str, object]) -> tuple[FloatMatrix, BoolArray]:
-    """Load the matrix a header names and which of its rows can be trusted.
+def read_matrix(
+    npy_path: Path,
+    header: Mapping[str, object],
+    out: FloatMatrix,
+    done: Callable[[int, int], None] | None = None,
+) -> BoolArray:
+    """Read the matrix a header names into ``out`` (its rows × dim) and say which of its
+    rows can be trusted (the others hold whatever was read, or nothing).
 
-    The whole-file checksum passing trusts every finite row. Failing it, a format-2 header's
-    per-block checksums decide block by block; without them the group is dropped. Raises
-    ValueError when nothing can be trusted (unreadable, wrong shape, no block checksums).
+    The file is read once, ``READ_BYTES`` at a time, straight into ``out`` (``done(start,
+    end)`` is called as each part of rows is written), and checksummed as it streams. The
+    whole-file checksum passing trusts every finite row. Failing it, a format-2 header's
+    per-block checksums decide block by block, over the bytes read; without them the group
+    is dropped. Raises ValueError when nothing can be trusted (unreadable, wrong shape, no
+    block checksums).
     """
     import numpy as np
 
+    rows, dim = out.shape
     try:
-        data = npy_path.read_bytes()
+        with npy_path.open("rb") as fh:
+            whole = hashlib.sha256(_npy_prefix(npy_path.name, fh, rows, dim))
+            good = np.zeros(rows, dtype=bool)
+            step = max(1, READ_BYTES // (dim * 4))
+            done_rows = 0
+            while done_rows < rows:
+                end = min(done_rows + step, rows)
+                view = out[done_rows:end].data.cast("B")
+                got = _read_into(fh, view)
+                whole.update(view[:got])
+                full = done_rows + got // (dim * 4)
+                good[done_rows:full] = np.isfinite(out[done_rows:full]).all(axis=1)
+                if done is not None:
+                    done(done_rows, end)
+                done_rows = full
+                if full < end:
+                    break
+            else:
+                for rest in iter(lambda: fh.read(READ_BYTES), b""):  # bytes past the rows
+                    whole.update(rest)
     except OSError as exc:
         raise ValueError(f"matrix file unreadable: {exc}") from exc
-    if hashlib.sha256(data).hexdigest() == header.get("sha256"):
-        try:
-            matrix = np.load(io.BytesIO(data), allow_pickle=False)
-        except (ValueError, OSError, EOFError) as exc:
-            raise ValueError(f"{npy_path.name} is not a valid .npy: {exc}") from exc
-        if matrix.dtype != np.float32 or matrix.shape != (header["rows"], header["dim"]):
-            raise ValueError(f"{npy_path.name} has shape {matrix.shape} {matrix.dtype}")
-        out: FloatMatrix = matrix
-        good: BoolArray = np.asarray(np.isfinite(out).all(axis=1), dtype=bool)
-        return out, good
+    if whole.hexdigest() == header.get("sha256"):
+        return good
     sums = header.get("block_sha256")
     if not isinstance(sums, list):
         raise ValueError(f"{npy_path.name} checksum differs (torn, or replaced by a sync)")
-    return _trusted_blocks(npy_path.name, data, header, sums)
+    return good & _trusted_blocks(npy_path.name, out, done_rows, header, sums, done)
 
 
-def _trusted_blocks(
-    name: str, data: bytes, header: Mapping[str, object], sums: list[object]
-) -> tuple[FloatMatrix, BoolArray]:
-    """The rows of the blocks whose checksum still matches (the rest zero, untrusted)."""
+def _read_into(fh: io.BufferedReader, view: memoryview) -> int:
+    """Fill ``view`` from ``fh``; returns the bytes read (fewer only at the end of file)."""
+    got = 0
+    while got < len(view):
+        n = fh.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    return got
+
+
+def _npy_prefix(name: str, fh: io.BufferedReader, rows: int, dim: int) -> bytes:
+    """The bytes before a .npy file's data, once its header says (rows, dim) float32."""
     import numpy as np
 
-    rows, dim, block = header.get("rows"), header.get("dim"), header.get("block_rows")
-    if not (isinstance(rows, int) and isinstance(dim, int) and isinstance(block, int)):
-        raise ValueError(f"{name}: header lacks rows, dim or block_rows")
-    if block < 1 or dim < 1 or rows < 0 or len(sums) != -(-rows // block):
-        raise ValueError(f"{name}: header block checksums do not fit its rows")
-    fh = io.BytesIO(data)
     try:
         version = np.lib.format.read_magic(fh)
         read_header = (
@@ -205,21 +289,45 @@ def _trusted_blocks(
             else np.lib.format.read_array_header_2_0
         )
         shape, fortran, dtype = read_header(fh)
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, EOFError) as exc:
         raise ValueError(f"{name}: the .npy header is torn: {exc}") from exc
     if shape != (rows, dim) or fortran or dtype != np.dtype("<f4"):
         raise ValueError(f"{name} has shape {shape} {dtype}")
-    offset, step = fh.tell(), block * dim * 4
-    matrix = np.zeros((rows, dim), dtype=np.float32)
+    size = fh.tell()
+    fh.seek(0)
+    prefix = fh.read(size)
+    if len(prefix) != size:
+        raise ValueError(f"{name}: the .npy header changed while read")
+    return prefix
+
+
+def _trusted_blocks(
+    name: str,
+    out: FloatMatrix,
+    rows_read: int,
+    header: Mapping[str, object],
+    sums: list[object],
+    done: Callable[[int, int], None] | None,
+) -> BoolArray:
+    """Which rows of ``out`` lie in a block whose checksum still matches."""
+    import numpy as np
+
+    rows, dim, block = header.get("rows"), header.get("dim"), header.get("block_rows")
+    if not (isinstance(rows, int) and isinstance(dim, int) and isinstance(block, int)):
+        raise ValueError(f"{name}: header lacks rows, dim or block_rows")
+    if block < 1 or dim < 1 or rows < 0 or len(sums) != -(-rows // block):
+        raise ValueError(f"{name}: header block checksums do not fit its rows")
     good = np.zeros(rows, dtype=bool)
-    for i, expected in enumerate(sums):
-        chunk = data[offset + i * step : offset + (i + 1) * step]
-        n = min(block, rows - i * block)
-        if len(chunk) == n * dim * 4 and _block_sum(chunk) == expected:
-            matrix[i * block : i * block + n] = np.frombuffer(chunk, "<f4").reshape(n, dim)
-            good[i * block : i * block + n] = True
-    good &= np.isfinite(matrix).all(axis=1)
-    return matrix, good
+    per_pass = max(1, READ_BYTES // (block * dim * 4))
+    for first in range(0, len(sums), per_pass):
+        for i in range(first, min(first + per_pass, len(sums))):
+            start, end = i * block, min(rows, (i + 1) * block)
+            view = out[start:end].data.cast("B")
+            if end <= rows_read and _block_sum(view) == sums[i]:
+                good[start:end] = True
+        if done is not None:
+            done(first * block, min(rows, (first + per_pass) * block))
+    return good
 
 
 def remove_stale(cache_dir: Path, keep: str) -> None:
