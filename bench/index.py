@@ -51,7 +51,14 @@ NOW = "2026-11-28T21:00:00+08:00"
 WARMUP_QUERIES = 10
 APPLY_EDITS = 50
 
-BM25_ONLY = {"bm25": 1.0, "vector": 0.0, "recency": 0.0, "previous": 0.0}  # agreement check only
+BM25_ONLY = {  # agreement check only: every signal but BM25 off
+    "bm25": 1.0,
+    "vector": 0.0,
+    "recency": 0.0,
+    "previous": 0.0,
+    "question": 0.0,
+    "information": 0.0,
+}
 
 Result = dict[str, Any]
 
