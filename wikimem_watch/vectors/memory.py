@@ -316,9 +316,9 @@ def nearest_rows(distance: npt.NDArray[np.uint16], n: int) -> IntArray:
 
     counts = np.cumsum(np.bincount(distance))
     cut = int(np.searchsorted(counts, n))  # the smallest distance with n rows at or below it
-    below = np.flatnonzero(distance < cut)
-    at = np.flatnonzero(distance == cut)[: n - below.size]
-    rows: IntArray = np.union1d(below, at)
+    chosen = distance < cut
+    chosen[np.flatnonzero(distance == cut)[: n - int(chosen.sum())]] = True
+    rows: IntArray = np.flatnonzero(chosen)  # a mask: np.union1d would import numpy.ma
     return rows
 
 
