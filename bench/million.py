@@ -9,10 +9,12 @@ the snapshot, queries, one edited file applied and searched), ``ready`` (a fresh
 that starts from the snapshot, as the daemon and a one-shot query do, then the queries
 again), ``vectors`` (384-d float32 vectors in the cache's own ``VectorMatrix``: exact search
 against binary codes with a float32 re-rank, ADR-0007; recall@10 of the second against the
-first; the exact cosines of a 200-entry BM25 pool), ``hybrid`` (a start from the snapshot
-with an embedder's vector keys, every entry's vector in a ``VectorMatrix``, and hybrid
-queries through ``run_query`` at ``weights.vector`` 1.5, each timed whole; the query vector
-is made from the query's terms as the entries' are, so the model's time is left out).
+first; the exact cosines of a 200-entry BM25 pool), ``cache`` (every entry's vector
+written through ``VectorCache`` into ``<snap>/vectors``, kept for later runs), ``hybrid`` (a
+process that starts as the daemon does: the snapshot with an embedder's vector keys, the
+vector cache loaded from its files, then hybrid queries through ``run_query`` at
+``weights.vector`` 1.5, each timed whole; the query vector is made from the query's terms as
+the entries' are, so the model's time is left out; its peak RSS is the whole process's).
 
 Vectors: a random projection of each entry's BM25 terms (term → Gaussian 384-d, summed by
 tf, normalised): text-dependent and clustered like the texts, without a model (embedding a
@@ -38,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 DIM = 384
+VECTOR_FINGERPRINT = {"model": "bench-projection", "dim": DIM}
 
 
 def _rss_mb() -> float:
@@ -157,43 +160,80 @@ def phase_vectors(vault: Path, snap_dir: Path, rows: int, n_queries: int) -> dic
     return out
 
 
-def phase_hybrid(vault: Path, snap_dir: Path, n_queries: int) -> dict[str, object]:
-    """Hybrid queries through ``run_query``, each timed whole: the engine started from the
-    snapshot with an embedder's vector keys (ADR-0020), every entry's vector in the cache's
-    ``VectorMatrix`` (binary codes and a float32 re-rank above 200k rows, ADR-0007), and a
-    query vector made as the entries' are (a random projection of its terms)."""
-    import numpy as np
-
-    from bench.index import _request
+def _engine_with_keys(vault: Path, snap_dir: Path) -> Any:
     from wikimem_watch.config import load_config
     from wikimem_watch.core.engine import Engine
     from wikimem_watch.core.snapshot import scan_with_snapshot
-    from wikimem_watch.core.vector_keys import hex_keys
-    from wikimem_watch.retrieval.query import run_query
-    from wikimem_watch.vectors.memory import VectorMatrix
 
-    t0 = time.perf_counter()
     engine = Engine(load_config(vault, {"snapshot_dir": str(snap_dir), "embed": "hash"}))
     scan_with_snapshot(engine)  # the first start with an embedder saves the keys
-    out: dict[str, object] = {"ready_s": round(time.perf_counter() - t0, 2)}
-    index = engine.index
-    ids = {term: tid for tid, term in index.terms()}
+    return engine
+
+
+def _projection(engine: Any) -> tuple[dict[str, int], Any]:
+    import numpy as np
+
+    ids = {term: tid for tid, term in engine.index.terms()}
     rng = np.random.default_rng(0)
     proj = rng.standard_normal((max(ids.values(), default=0) + 1, DIM), dtype=np.float32)
-    live = index.live_slots()
+    return ids, proj
+
+
+def phase_cache(vault: Path, snap_dir: Path) -> dict[str, object]:
+    """Every entry's vector written through ``VectorCache`` (segments of 65,536 rows, then
+    ``maintain``: a base), keyed as the engine keys them, in ``<snap>/vectors``; kept between
+    runs (delete the folder to make it again). The model is a random projection of an entry's
+    terms, tf-weighted; the query vector is made the same way."""
+    import numpy as np
+
+    from wikimem_watch.core.vector_keys import hex_keys
+    from wikimem_watch.vectors.cache import VectorCache
+
+    cache_dir = snap_dir / "vectors"
+    if (cache_dir / "vectors.keys.jsonl").exists():
+        return {"kept": str(cache_dir)}
+    engine = _engine_with_keys(vault, snap_dir)
+    index = engine.index
+    ids, proj = _projection(engine)
     t0 = time.perf_counter()
     mat = np.zeros((index.capacity, DIM), dtype=np.float32)
     for tid in ids.values():  # vectors = tf-weighted sum of term projections
         slots, tfs = index.postings(tid)
         mat[slots] += tfs[:, None] * proj[tid]  # a term's slots are distinct
     mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
-    m = VectorMatrix(DIM)
+    live = index.live_slots()
     keys = hex_keys(engine.vector_keys.raw[live])
-    for start in range(0, live.size, 65536):  # as the cache loads its segments
-        part = mat[live[start : start + 65536]]
-        m.append([(keys[start + i], i, 1) for i in range(len(part))], part)
-    del mat
-    out["make_vectors_s"] = round(time.perf_counter() - t0, 1)
+    cache = VectorCache(cache_dir, VECTOR_FINGERPRINT)
+    cache.load()
+    for start in range(0, live.size, 65536):
+        rows = mat[live[start : start + 65536]]
+        cache.add({keys[start + i]: rows[i] for i in range(len(rows))})
+    cache.maintain(keys)
+    return {"write_s": round(time.perf_counter() - t0, 1), **cache.stats()}
+
+
+def phase_hybrid(vault: Path, snap_dir: Path, n_queries: int) -> dict[str, object]:
+    """Hybrid queries through ``run_query``, each timed whole, in a process that starts as the
+    daemon does: the engine from the snapshot with an embedder's vector keys (ADR-0020), the
+    vector cache of ``phase_cache`` loaded from its files (rows off the heap, ADR-0021; binary
+    codes and a float32 re-rank above 200k rows, ADR-0007), and a query vector made as the
+    entries' are. Peak RSS is this whole process's."""
+    import numpy as np
+
+    from bench.index import _request
+    from wikimem_watch.retrieval.query import run_query
+    from wikimem_watch.vectors.cache import VectorCache
+
+    t0 = time.perf_counter()
+    engine = _engine_with_keys(vault, snap_dir)
+    out: dict[str, object] = {"ready_s": round(time.perf_counter() - t0, 2)}
+    ids, proj = _projection(engine)
+    t0 = time.perf_counter()
+    cache = VectorCache(snap_dir / "vectors", VECTOR_FINGERPRINT)
+    cache.load()
+    out["load_vectors_s"] = round(time.perf_counter() - t0, 1)
+    out["vectors"] = cache.stats()["hashes"]
+    out["rss_ready_mb"] = _rss_mb()
 
     class Signal:  # what ``VectorService.cosines`` does, with the projection as the model
         def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float]:
@@ -202,8 +242,8 @@ def phase_hybrid(vault: Path, snap_dir: Path, n_queries: int) -> dict[str, objec
                 if term in ids:
                     q += proj[ids[term]]
             q /= max(float(np.linalg.norm(q)), 1e-9)
-            found = dict(m.search(q, None, limit))
-            found.update(m.cosines(q, hashes))
+            found = dict(cache.search(q, None, limit))
+            found.update(cache.cosines(q, hashes))
             return found
 
         def warm(self, text: str) -> None:
@@ -286,7 +326,7 @@ def main() -> int:
         "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "wikimem-bench"
     )
     parser.add_argument(
-        "--phases", default="build,ready,vectors,hybrid", help="which phases to run"
+        "--phases", default="build,ready,vectors,cache,hybrid", help="which phases to run"
     )
     parser.add_argument(
         "--weights", default="{}", help="weights for every query, e.g. '{\"information\": 0}'"
@@ -302,6 +342,7 @@ def main() -> int:
             "build": lambda: phase_build(args.vault, args.snap, args.queries),
             "ready": lambda: phase_ready(args.vault, args.snap, args.queries),
             "vectors": lambda: phase_vectors(args.vault, args.snap, args.vectors, args.queries),
+            "cache": lambda: phase_cache(args.vault, args.snap),
             "hybrid": lambda: phase_hybrid(args.vault, args.snap, args.queries),
         }[args.phase]
         print(json.dumps(run()))

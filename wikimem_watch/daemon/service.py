@@ -109,7 +109,7 @@ class Daemon(VaultScans, DaemonReports):
         if vectors is None and self.cache_problem is None and config.embed != "none":
             from ..vectors.service import open_vectors
 
-            vectors = open_vectors(config)
+            vectors = open_vectors(config, background=True)  # BM25 serves meanwhile
         self.engine.vectors = vectors
         # Writes (ADR-0016): applied through the feed, which also tells subscribers and
         # journals external changes; searchable when the write call returns.

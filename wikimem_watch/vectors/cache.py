@@ -98,6 +98,7 @@ class VectorCache:
         self.dropped: list[str] = []
         self.bytes_written = 0  # by this process, every vector file (for status and benches)
         self.last_arrival: float | None = None  # monotonic: another machine's group picked up
+        self.loading = False
         self._lock = threading.RLock()
         self._reset()
 
@@ -114,6 +115,13 @@ class VectorCache:
 
     def load(self) -> None:
         """Read every group; drop (and report in ``dropped``) whatever cannot be trusted."""
+        self.loading = True  # read without the lock by ``stats``: a load of 1M rows takes s
+        try:
+            self._load()
+        finally:
+            self.loading = False
+
+    def _load(self) -> None:
         with self._lock:
             self._reset()
             self.dropped = []
@@ -447,18 +455,32 @@ class VectorCache:
             self.state, self.last_error, self.dropped = "ready", None, []
 
     def stats(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "state": "loading",  # read without the lock a load holds for seconds
+            "model": self.fingerprint.get("model"),
+            "dim": self.fingerprint.get("dim"),
+            "hashes": 0,
+            "rows": 0,
+            "disk_rows": 0,
+            "segments": 0,
+            "base": None,
+            "bytes_written": self.bytes_written,
+            "dropped": [],
+            "last_error": None,
+        }
+        if self.loading:
+            return out
         with self._lock:
             base = max(self._groups.values(), key=lambda g: (g.rows, g.npy.name), default=None)
-            return {
-                "state": self.state,
-                "model": self.fingerprint.get("model"),
-                "dim": self._m.dim,
-                "hashes": len(self._m.hashes),
-                "rows": self._m.n_rows,
-                "disk_rows": sum(g.rows for g in self._groups.values()),
-                "segments": max(len(self._groups) - 1, 0),
-                "base": base.npy.name if base else None,
-                "bytes_written": self.bytes_written,
-                "dropped": list(self.dropped),
-                "last_error": self.last_error,
-            }
+            out.update(
+                state=self.state,
+                dim=self._m.dim,
+                hashes=len(self._m.hashes),
+                rows=self._m.n_rows,
+                disk_rows=sum(g.rows for g in self._groups.values()),
+                segments=max(len(self._groups) - 1, 0),
+                base=base.npy.name if base else None,
+                dropped=list(self.dropped),
+                last_error=self.last_error,
+            )
+            return out

@@ -103,6 +103,22 @@ class VectorSync:
         self._maintained = False
         self._complete = False  # the last sync embedded everything it found missing
 
+    def run_first(self, work: Callable[[], None], name: str) -> None:
+        """Run ``work`` on a thread of its own that holds the run lock from before this
+        returns, so no sync starts before it ends (the cache's load in the background)."""
+        held = threading.Event()
+
+        def run() -> None:
+            with self._run_lock:
+                held.set()
+                try:
+                    work()
+                except Exception:  # a bug must not end silently: BM25 keeps serving
+                    log.exception("%s failed", name)
+
+        threading.Thread(target=run, name=name, daemon=True).start()
+        held.wait()
+
     @property
     def failed(self) -> int:
         """How many texts the embedder answered with non-finite vectors."""
@@ -298,7 +314,7 @@ class VectorSync:
                 removed += queued.removed
                 rebuild = rebuild or queued.rebuild
             self._target = _Job(entries, rebuild, keys, removed)
-            if self.cache.state != "mismatch":
+            if self.cache.state != "mismatch" and not self.cache.loading:  # a load holds its lock
                 if fresh is None:
                     self.pending = len(self.cache.missing(entries))
                 else:  # what the running sync leaves, and these
