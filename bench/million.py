@@ -126,6 +126,20 @@ def phase_ready(vault: Path, snap_dir: Path, n_queries: int) -> dict[str, object
     return out
 
 
+def _term_vectors(index: Any, proj: Any, mat: Any) -> None:
+    """Fill ``mat`` (one row per slot, as many as it has) with each entry's vector: the
+    tf-weighted sum of its terms' projections, normalised."""
+    import numpy as np
+
+    rows = mat.shape[0]
+    for tid, _ in index.terms():
+        slots, tfs = index.postings(tid)
+        keep = slots < rows
+        if keep.any():
+            mat[slots[keep]] += tfs[keep][:, None] * proj[tid]  # a term's slots are distinct
+    mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
+
+
 def phase_vectors(vault: Path, snap_dir: Path, rows: int, n_queries: int) -> dict[str, object]:
     import numpy as np
 
@@ -143,14 +157,7 @@ def phase_vectors(vault: Path, snap_dir: Path, rows: int, n_queries: int) -> dic
     path = Path(tempfile.mkdtemp(prefix="wmw-vec-")) / "vectors.npy"
     mat = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, DIM))
     t0 = time.perf_counter()
-    for tid in terms:  # vectors = tf-weighted sum of term projections
-        slots, tf_ints = index.postings(tid)
-        keep = slots < rows
-        if keep.any():
-            tfs = tf_ints[keep]
-            mat[slots[keep]] += tfs[:, None] * proj[tid]  # a term's slots are distinct
-    norms = np.linalg.norm(mat, axis=1, keepdims=True)
-    mat /= np.maximum(norms, 1e-9)
+    _term_vectors(index, proj, mat)
     mat.flush()
     out: dict[str, object] = {"rows": rows, "make_vectors_s": round(time.perf_counter() - t0, 1)}
     out.update(_search(mat, rng, n_queries))
@@ -197,10 +204,7 @@ def phase_cache(vault: Path, snap_dir: Path) -> dict[str, object]:
     ids, proj = _projection(engine)
     t0 = time.perf_counter()
     mat = np.zeros((index.capacity, DIM), dtype=np.float32)
-    for tid in ids.values():  # vectors = tf-weighted sum of term projections
-        slots, tfs = index.postings(tid)
-        mat[slots] += tfs[:, None] * proj[tid]  # a term's slots are distinct
-    mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
+    _term_vectors(index, proj, mat)
     live = index.live_slots()
     keys = hex_keys(engine.vector_keys.raw[live])
     cache = VectorCache(cache_dir, VECTOR_FINGERPRINT)
