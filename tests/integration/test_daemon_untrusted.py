@@ -99,7 +99,7 @@ def test_a_stop_does_not_wait_for_a_stuck_writer(
     daemon = Daemon(load_config(vault), socket_path=short_socket_path(), force_polling=True)
     stuck, release = threading.Event(), threading.Event()
 
-    def apply_forever(paths: object) -> ApplyStats:
+    def apply_forever(paths: object, stop: object = None) -> ApplyStats:
         stuck.set()
         release.wait(30)  # e.g. a read that never returns
         return ApplyStats()

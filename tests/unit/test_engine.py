@@ -138,18 +138,18 @@ def test_a_query_never_waits_for_a_file_being_parsed(
 ) -> None:
     import threading
 
-    from wikimem_watch.core import engine as engine_module
+    from wikimem_watch.core import prepare as prepare_module
 
     engine = fresh(example_vault)
     parsing, release = threading.Event(), threading.Event()
-    real_parse = engine_module.parse_note
+    real_parse = prepare_module.parse_note
 
     def slow_parse(rel: str, text: str) -> object:
         parsing.set()
         release.wait(10)
         return real_parse(rel, text)
 
-    monkeypatch.setattr(engine_module, "parse_note", slow_parse)
+    monkeypatch.setattr(prepare_module, "parse_note", slow_parse)
     write(example_vault, "wiki/new.md", "## Quince\nquince jam\n")
     applier = threading.Thread(target=engine.apply, args=(["wiki/new.md"],))
     applier.start()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -14,6 +16,8 @@ import pytest
 from wikimem_watch.config import load_config
 from wikimem_watch.core import scan
 from wikimem_watch.core.engine import Engine
+from wikimem_watch.core.prepare import FilePreparer
+from wikimem_watch.core.vault import iter_notes
 
 needs_helper = pytest.mark.skipif(
     not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
@@ -126,17 +130,43 @@ def test_an_error_reaches_the_caller_as_in_one_process(helpers: Helpers) -> None
         list(scan.map_in_order(range(200), broken))
 
 
-def test_no_helper_below_the_threshold_or_with_another_thread() -> None:
-    assert isinstance(scan.map_in_order(range(10), square_and_pid), map)
+@contextlib.contextmanager
+def another_thread() -> Iterator[None]:
+    """A second Python thread alive meanwhile, as in the daemon: no fork is safe."""
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
     thread.start()
     try:
-        assert not scan.helper_possible()  # whatever the load
-        assert isinstance(scan.map_in_order(range(10_000), square_and_pid, min_items=0), map)
+        yield
     finally:
         stop.set()
         thread.join()
+
+
+def test_no_helper_below_the_threshold_nor_a_fork_beside_another_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert isinstance(scan.map_in_order(range(10), square_and_pid), map)
+    monkeypatch.setattr(scan, "_cpu_free", lambda: True)
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert scan.helper_kind(10) == "fork"
+    with another_thread():
+        assert scan.helper_kind(scan.EXEC_MIN_ITEMS - 1) is None
+        assert scan.helper_kind(scan.EXEC_MIN_ITEMS) == "exec"
+        items = range(scan.EXEC_MIN_ITEMS - 1)
+        assert isinstance(scan.map_in_order(items, square_and_pid, min_items=0), map)
+    monkeypatch.setattr(scan, "_cpu_free", lambda: False)
+    assert scan.helper_kind(10**6) is None
+
+
+@needs_helper
+def test_beside_another_thread_work_that_does_not_pickle_is_done_here(
+    helpers: Helpers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scan, "EXEC_MIN_ITEMS", 0)
+    with another_thread():
+        assert list(scan.map_in_order(range(100), lambda x: x - 1)) == list(range(-1, 99))
+    assert helpers.started == 0 and helpers.chunks == 34 and helpers.run_here == 34
 
 
 # ---------------------------------------------------------------------- the engine
@@ -198,13 +228,13 @@ def test_a_cold_scan_with_the_helper_equals_one_in_one_process(
 ) -> None:
     vault = _vault(tmp_path / "vault")
     config = load_config(vault)
-    prepare = Engine._prepare
+    prepare = FilePreparer.__call__
 
-    def slow_prepare(self: Engine, rel: str, real_root: str | None = None) -> object:
+    def slow_prepare(self: FilePreparer, rel: str, *args: object, **kw: object) -> object:
         time.sleep(0.001)  # enough work for the helper to take a share
-        return prepare(self, rel, real_root)
+        return prepare(self, rel, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Engine, "_prepare", slow_prepare)
+    monkeypatch.setattr(FilePreparer, "__call__", slow_prepare)
     both = Engine(config)
     both.scan()
     assert helpers.started == 1 and helpers.helped, "the helper took no share of the scan"
@@ -220,6 +250,69 @@ def test_a_cold_scan_with_the_helper_equals_one_in_one_process(
     for engine in (both, alone):
         engine.apply(["wiki/w3.md", "diary/2026-01-02.md"])
     assert _state(both) == _state(alone)
+
+
+@needs_helper
+def test_beside_another_thread_a_cold_scan_shares_files_with_a_new_interpreter(
+    tmp_path: Path, helpers: Helpers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's case: a fork is unsafe there, so the helper is a new interpreter that
+    rebuilds the preparer from the config it is sent; the engine it helps build is the same
+    as one built in one process."""
+    vault = _vault(tmp_path / "vault")
+    config = load_config(vault)
+    prepare = FilePreparer.__call__
+
+    def slow_prepare(self: FilePreparer, rel: str, *args: object, **kw: object) -> object:
+        time.sleep(0.005)  # here only (the helper imports the real one): time for it to start
+        return prepare(self, rel, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(FilePreparer, "__call__", slow_prepare)
+    monkeypatch.setattr(scan, "EXEC_MIN_ITEMS", 0)
+    started: list[object] = []
+    start_exec = scan._Shared._start_exec
+
+    def watched(self: scan._Shared[object, object]) -> None:
+        start_exec(self)
+        started.append(self.proc)
+
+    monkeypatch.setattr(scan._Shared, "_start_exec", watched)
+    with another_thread():
+        both = Engine(config)
+        both.scan()
+    assert len(started) == 1 and isinstance(started[0], subprocess.Popen)
+    assert started[0].returncode is not None  # it ended with the scan
+    assert helpers.helped, "the helper took no share of the scan"
+    monkeypatch.setattr(scan, "PARALLEL_MIN_ITEMS", 10**9)
+    alone = Engine(config)
+    alone.scan()
+    assert len(started) == 1
+    assert _state(both) == _state(alone)
+
+
+def test_a_stop_ends_an_apply_between_batches_and_the_next_one_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wikimem_watch.core import engine as engine_module
+
+    vault = _vault(tmp_path / "vault")
+    monkeypatch.setattr(engine_module, "_BULK_ENTRIES", 40)
+    engine = Engine(load_config(vault, {"snapshot": False}))
+    asked: list[int] = []
+
+    def stop() -> bool:
+        asked.append(len(engine.files))
+        return len(asked) == 2
+
+    on_disk = sorted(iter_notes(vault, engine.note_filter, {}))
+    stats = engine.apply(on_disk, stop)
+    assert len(asked) == 2 and 0 < len(engine.files) + len(engine.skipped) < len(on_disk)
+    assert len(stats.changed) == len(engine.files)
+    engine.scan()  # the files left out are read now; the rest are unchanged
+    monkeypatch.setattr(scan, "PARALLEL_MIN_ITEMS", 10**9)
+    fresh = Engine(load_config(vault, {"snapshot": False}))
+    fresh.scan()
+    assert dict(engine.entries) == dict(fresh.entries) and engine.digest() == fresh.digest()
 
 
 @needs_helper

@@ -9,6 +9,7 @@ import pytest
 
 from wikimem_watch.config import load_config
 from wikimem_watch.core import engine as engine_module
+from wikimem_watch.core import prepare as prepare_module
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.parse import text_hash
 from wikimem_watch.core.snapshot import scan_with_snapshot
@@ -95,6 +96,7 @@ def test_a_snapshot_keeps_the_vector_keys(tmp_path: Path, monkeypatch: pytest.Mo
         return real(entries)  # type: ignore[arg-type]
 
     monkeypatch.setattr(engine_module, "embedding_texts", counting)
+    monkeypatch.setattr(prepare_module, "embedding_texts", counting)  # a file read again
     restored = Engine(load_config(root, flags))
     stats = scan_with_snapshot(restored)
     assert stats.changed == [] and not restored.vector_keys_missing and made == []

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from functools import partial
@@ -29,14 +29,13 @@ from ..config import Config
 from ..vectors.texts import embedding_texts
 from .bm25 import Bm25Index
 from .engine_vectors import EngineVectors
-from .facts import asked_before, ends_asking, entry_epoch_days, indexed_text, make_tokenizer
-from .models import Entry
+from .facts import entry_epoch_days, indexed_text
 from .names import Names, add_names, name_keys, remove_names
-from .parse import parse_note, text_hash
+from .prepare import FilePreparer, FileRecord, Prepared
 from .reads import EngineReads, EntriesView
 from .scan import map_in_order
 from .store import EntryStore
-from .vault import NoteFilter, SkipFile, iter_notes, read_note
+from .vault import iter_notes
 from .vector_keys import VectorKeys
 
 TYPE_CHECKING = False
@@ -49,46 +48,11 @@ __all__ = ["ApplyStats", "Engine", "FileRecord", "entry_epoch_days", "indexed_te
 
 log = logging.getLogger(__name__)
 
-# A file whose mtime is this close to the moment it was read may change again within the
-# same mtime tick (coarse clocks, FAT's 2 s): its recorded stat proves nothing, so a
-# snapshot load hashes it ("racy git").
-RACY_NS = 2_000_000_000
 # Entries swapped in at a time. A batch's entries and token lists (~3 kB an entry) are freed
 # after its swap, but the small objects the swap keeps (new terms, records) land among them,
 # so Python's allocator cannot return their room: with 4096 a cold build of 100k entries
 # peaked ~18 MB higher than with 1024, which costs ~0.5-1 s more CPU there (ADR-0018).
 _BULK_ENTRIES = 1024
-
-
-@dataclass(slots=True)
-class FileRecord:
-    """What one file contributed: its text hash, the index slots of its entries (in file
-    order), parse warnings, and the vault-relative target when the file is a symlink to
-    another note of the vault."""
-
-    text_hash: str
-    slots: Sequence[int] = ()
-    warnings: tuple[str, ...] = ()
-    target: str | None = None
-    # (mtime_ns, size, racy) of the file as read, taken before the read: a snapshot load
-    # trusts a file whose stat still matches and is not racy (ADR-0015). None: unknown.
-    stat: tuple[int, int, bool] | None = None
-    digest: int = 0  # of its entries' ids and content hashes (0 until computed)
-
-
-@dataclass(slots=True)
-class _Prepared:
-    """One file read and parsed outside the lock: gone, skipped (``record`` None and a
-    ``skip`` reason), or new entries with their tokens and embedding texts."""
-
-    rel: str
-    gone: bool = False
-    skip: str = ""
-    record: FileRecord | None = None
-    entries: tuple[Entry, ...] = ()
-    tokens: list[list[str]] = field(default_factory=list)
-    asks: list[bool] = field(default_factory=list)  # each entry ends with a question
-    embedded: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -106,8 +70,9 @@ class Engine(EngineReads, EngineVectors):
     def __init__(self, config: Config) -> None:
         self.config = config
         self.root = config.vault
-        self.tokenizer = make_tokenizer(config)
-        self.note_filter = NoteFilter(config.include or ("*",), config.exclude)
+        self.preparer = FilePreparer(config)  # reads, parses and tokenizes a note
+        self.tokenizer = self.preparer.tokenizer
+        self.note_filter = self.preparer.note_filter
         self.lock = threading.RLock()  # readers, and the short swap of prepared files
         self.apply_lock = threading.RLock()  # serialises appliers (read + parse + swap)
         self.index = Bm25Index(config.k1, config.b)
@@ -131,7 +96,7 @@ class Engine(EngineReads, EngineVectors):
         # The vector side, kept as we go when an embedder is configured (ADR-0008): each
         # slot's vector key, a column saved in the index snapshot (core/vector_keys.py). A
         # BM25-only engine keeps none (at 1M entries: 16 MB, and hashing every text).
-        self.tracks_vectors = config.embed != "none"
+        self.tracks_vectors = self.preparer.tracks_vectors
         self.vector_keys = VectorKeys()
         self.vector_keys_missing = False  # restored from a snapshot saved without them
         # Keys set and dropped since the last ``sync_vectors`` (None: look at every key).
@@ -210,20 +175,26 @@ class Engine(EngineReads, EngineVectors):
             gone.difference_update(on_disk)
             return self.apply([*on_disk, *sorted(gone)])
 
-    def apply(self, paths: Iterable[str]) -> ApplyStats:
+    @property
+    def is_cold(self) -> bool:
+        """Nothing recorded yet: the next ``apply`` is a cold scan (ADR-0019)."""
+        return not (self.files or self.skipped)
+
+    def apply(self, paths: Iterable[str], stop: Callable[[], bool] | None = None) -> ApplyStats:
         """Re-read each vault-relative path and replace its entries (gone → removed).
 
         Reading, hashing, parsing and tokenizing happen outside the engine lock, so a query
         never waits on a file; the lock is held only to swap prepared entries in, a batch of
         at most ``_BULK_ENTRIES`` at a time. ``apply_lock`` serialises appliers, so the file
         each one reads is the one it swaps in. A symlink inside the vault is re-read with
-        its target.
+        its target. ``stop``, asked after each batch, ends the apply early when it says so:
+        the files not swapped in yet are left as they were.
         """
         from .heap import large_blocks_mapped  # here, not at the top: for a cold scan
 
         stats = ApplyStats()
         with self.apply_lock:
-            cold = not (self.files or self.skipped)
+            cold = self.is_cold
             # A cold scan's growing arrays would leave holes in the heap (ADR-0018), and its
             # postings are laid out once, at the end (a query before then settles them).
             with large_blocks_mapped(cold):
@@ -231,26 +202,35 @@ class Engine(EngineReads, EngineVectors):
                     with self.lock:
                         self.index.start_bulk()
                 try:
-                    self._apply_prepared(paths, stats)
+                    self._apply_prepared(paths, stats, stop)
                 finally:
                     with self.lock:
                         self.index.settle()
         return stats
 
-    def _apply_prepared(self, paths: Iterable[str], stats: ApplyStats) -> None:
+    def _apply_prepared(
+        self, paths: Iterable[str], stats: ApplyStats, stop: Callable[[], bool] | None
+    ) -> None:
         """Prepare ``paths`` and swap them in, batch by batch (``apply``'s loop)."""
-        batch: list[_Prepared] = []
+        batch: list[Prepared] = []
         size = 0
-        for prepared in self._prepare_all(self._with_links(paths)):
-            if prepared is None:
-                stats.unchanged += 1
-                continue
-            batch.append(prepared)
-            size += len(prepared.entries)
-            if size >= _BULK_ENTRIES:
-                self._swap(batch, stats)
-                batch, size = [], 0
-        self._swap(batch, stats)
+        prepared_all = self._prepare_all(self._with_links(paths))
+        try:
+            for prepared in prepared_all:
+                if prepared is None:
+                    stats.unchanged += 1
+                    continue
+                batch.append(prepared)
+                size += len(prepared.entries)
+                if size >= _BULK_ENTRIES:
+                    self._swap(batch, stats)
+                    batch, size = [], 0
+                    if stop is not None and stop():
+                        break
+            self._swap(batch, stats)
+        finally:
+            if isinstance(prepared_all, Generator):
+                prepared_all.close()  # a helper process ends with it (core/scan.py)
 
     def _with_links(self, paths: Iterable[str]) -> list[str]:
         """``paths`` (once each), then the symlinks in the vault that lead to one of them."""
@@ -259,79 +239,34 @@ class Engine(EngineReads, EngineVectors):
             out.update(dict.fromkeys(sorted(self._links_to.get(rel, ()))))
         return list(out)
 
-    def _prepare_all(self, rels: list[str]) -> Iterator[_Prepared | None]:
-        """Each file prepared, in order. A cold scan (nothing indexed, so preparing a file
-        changes nothing here) shares the files with a forked helper when it pays (ADR-0019)."""
-        prepare = partial(self._prepare, real_root=os.path.realpath(self.root))
-        if self.files or self.skipped:
-            return map(prepare, rels)
-        return map_in_order(rels, prepare)
+    def _prepare_all(self, rels: list[str]) -> Iterator[Prepared | None]:
+        """Each file prepared, in order. A cold scan (nothing recorded, so every file is
+        prepared as new and nothing here changes) shares the files with a helper process
+        when it pays (ADR-0019)."""
+        real_root = os.path.realpath(self.root)
+        if not self.is_cold:
+            return map(partial(self._prepare, real_root=real_root), rels)
+        return map_in_order(rels, partial(self.preparer, real_root=real_root))
 
-    def _prepare(self, rel: str, real_root: str | None = None) -> _Prepared | None:
+    def _prepare(self, rel: str, real_root: str | None = None) -> Prepared | None:
         """Read, hash, parse and tokenize one file, without the engine lock (``None``:
         unchanged). Only appliers write ``files``/``skipped``, and they hold ``apply_lock``."""
-        if not self.note_filter.accepts(rel):
-            return _Prepared(rel, gone=True)
-        stat = self._stat(rel)
-        try:
-            follow = self.config.follow_external_symlinks
-            note = read_note(self.root, rel, follow_external=follow, real_root=real_root)
-        except FileNotFoundError:
-            return _Prepared(rel, gone=True)
-        except SkipFile as exc:
-            return _Prepared(rel, skip=exc.reason)
-        digest = text_hash(note.text)
-        old = self.files.get(rel)
-        if old is not None and old.text_hash == digest and old.target == note.target:
-            if old.stat != stat:
-                old.stat = stat  # same text, newer stat: a later snapshot load trusts it
-                self.stat_refreshes += 1
-            return None
-        parsed = parse_note(rel, note.text)
-        warnings = parsed.warnings + ((note.warning,) if note.warning else ())
-        for w in warnings:
-            log.warning("%s: %s", rel, w)
-        asking = ends_asking(parsed.entries)  # once: the terms and the store's flags need it
-        return _Prepared(
-            rel,
-            record=FileRecord(digest, (), warnings, note.target, stat),
-            entries=parsed.entries,
-            tokens=self._tokens(parsed.entries, asking),
-            asks=[bool(q) for q in asking],
-            embedded=embedding_texts(parsed.entries) if self.tracks_vectors else [],
-        )
+        prepared = self.preparer(rel, real_root, self.files.get(rel))
+        if not prepared.same:
+            return prepared
+        old, stat = self.files[rel], prepared.record.stat if prepared.record else None
+        if old.stat != stat:
+            old.stat = stat  # same text, newer stat: a later snapshot load trusts it
+            self.stat_refreshes += 1
+        return None
 
-    def _tokens(
-        self, entries: Sequence[Entry], asking: Sequence[str] | None = None
-    ) -> list[list[str]]:
-        """The index terms of one file's entries (ADR-0009: headings as a field, and a diary
-        entry read with the question the entry before it ended with; ``asking``:
-        ``ends_asking(entries)`` when the caller has it). Removing the entries derives them
-        again (ADR-0018), so this must depend on the entries alone."""
-        weight = self.config.heading_weight
-        if self.config.question_context:
-            asked = asked_before(entries, asking)
-        else:
-            asked = [""] * len(entries)
-        return [
-            self.tokenizer(indexed_text(e, weight, q)) for e, q in zip(entries, asked, strict=True)
-        ]
-
-    def _stat(self, rel: str) -> tuple[int, int, bool] | None:
-        """(mtime_ns, size, racy) of a note, through symlinks; None when it cannot be had."""
-        try:
-            st = os.stat(os.path.join(self.root, *rel.split("/")))
-        except (OSError, ValueError):
-            return None
-        return st.st_mtime_ns, st.st_size, st.st_mtime_ns >= time.time_ns() - RACY_NS
-
-    def _swap(self, batch: list[_Prepared], stats: ApplyStats) -> None:
+    def _swap(self, batch: list[Prepared], stats: ApplyStats) -> None:
         """Put prepared files into the index under the engine lock (the only part readers
         wait for)."""
         if not batch:
             return
         with self.lock:
-            added: list[_Prepared] = []
+            added: list[Prepared] = []
             changed = len(stats.changed) + len(stats.removed)
             for p in batch:
                 if p.gone:
@@ -353,7 +288,7 @@ class Engine(EngineReads, EngineVectors):
                 self.generation += 1
                 self.last_change_at = time.time()
 
-    def _add(self, prepared: list[_Prepared]) -> None:
+    def _add(self, prepared: list[Prepared]) -> None:
         """Index the entries of prepared files (one bulk index update) and record them."""
         tokens = [t for p in prepared for t in p.tokens]
         slots = self.index.add_many(tokens)
@@ -406,7 +341,7 @@ class Engine(EngineReads, EngineVectors):
         slots = list(record.slots)
         entries = [self.store.entry(s) for s in slots]
         # The index keeps no list of each document's terms: they are derived again.
-        for slot, tokens in zip(slots, self._tokens(entries), strict=True):
+        for slot, tokens in zip(slots, self.preparer.tokens(entries), strict=True):
             self.index.remove(slot, tokens)
         if rel in self._digest_pending:
             self._digest_pending.discard(rel)  # never folded in

@@ -9,14 +9,15 @@ yielded in the order of the items, so what the caller builds is exactly what a s
 ``map`` gives. The caller waits on the helper a few chunks' time at most: a chunk the
 helper is late with is taken back and run here, and a helper late twice is given up.
 
-The helper is a ``fork`` of the caller, so ``work`` may be any callable (a bound method of
-an engine with its configuration and tokenizer) and nothing is imported again. ``fork`` is
-used only where it is safe and cheap: Linux, a process with no other Python thread (a thread
-holding a lock at the moment of the fork would leave the child deadlocked; the daemon, with
-its server and watcher threads, always scans in one process), at least two CPUs, and enough
-items to pay for the start (a few milliseconds) and the pickling. Anything else, or a helper
-that cannot start, dies or fails on an item, falls back to doing that work here: the result
-never depends on the helper (ADR-0019).
+The helper is a ``fork`` of the caller where that is safe: Linux, a process with no other
+Python thread (a thread holding a lock at the moment of the fork would leave the child
+deadlocked), at least two CPUs, and enough items to pay for the start (a few milliseconds)
+and the pickling; then ``work`` may be any callable and nothing is imported again. In a
+process with other threads (the daemon, with its server and watcher threads) the helper is a
+new interpreter instead, started only for many items (it imports the parser first) and only
+when ``work`` pickles: it is sent ``items`` and ``work`` once, in a memory file. Anything
+else, or a helper that cannot start, dies or fails on an item, falls back to doing that work
+here: the result never depends on the helper (ADR-0019).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pickle
 import select
 import signal
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -50,6 +52,9 @@ R = TypeVar("R")
 
 # Below this many items a helper does not pay for its start and the pickling (ADR-0019).
 PARALLEL_MIN_ITEMS = 400
+# A helper started as a new interpreter (beside other threads) first spends ~0.1-0.2 s of its
+# own CPU time on imports; below this many items it would join too late to take a share.
+EXEC_MIN_ITEMS = 1000
 CHUNK_ITEMS = 32  # items per message: small enough to balance the two processes at the end
 # The helper is handed chunks at least LEAD chunks past the one the caller needs next, so it
 # has them done before the caller gets there, and at most AHEAD at a time (enough to keep it
@@ -66,10 +71,15 @@ PIPE_BYTES = 8 << 20  # the result pipe's room asked for (the system may cap it)
 LATE_LIMIT = 2
 
 
-def helper_possible() -> bool:
-    """True when a forked helper is safe (Linux, no other Python thread) and a CPU is free
-    for it."""
-    return sys.platform.startswith("linux") and threading.active_count() == 1 and _cpu_free()
+def helper_kind(items: int) -> str | None:
+    """How a helper for ``items`` items would start: ``"fork"`` (Linux, no other Python
+    thread), ``"exec"`` (a new interpreter, beside other threads, for ``EXEC_MIN_ITEMS`` or
+    more), or ``None`` (no helper; also when no CPU is free for one)."""
+    if not sys.platform.startswith("linux") or not _cpu_free():
+        return None
+    if threading.active_count() == 1:
+        return "fork"
+    return "exec" if items >= EXEC_MIN_ITEMS else None
 
 
 def _cpu_free() -> bool:
@@ -87,9 +97,10 @@ def map_in_order(
 ) -> Iterator[R]:
     """``work(item)`` for each item, in order; with a forked helper when it pays."""
     threshold = PARALLEL_MIN_ITEMS if min_items is None else min_items
-    if len(items) < max(threshold, 2 * CHUNK_ITEMS) or not helper_possible():
+    kind = helper_kind(len(items)) if len(items) >= max(threshold, 2 * CHUNK_ITEMS) else None
+    if kind is None:
         return map(work, items)
-    return _Shared(items, work).results()
+    return _Shared(items, work, kind).results()
 
 
 class _Pickler(pickle.Pickler):
@@ -141,18 +152,21 @@ class _Shared(Generic[T, R]):
     at a time, so a helper that gets little CPU time cannot hold it up mid-message.
     """
 
-    def __init__(self, items: Sequence[T], work: Callable[[T], R]) -> None:
+    def __init__(
+        self, items: Sequence[T], work: Callable[[T], R], kind: str = "fork", size: int = 0
+    ) -> None:
         self.items = items
         self.work = work
-        self.chunks = [
-            (a, min(a + CHUNK_ITEMS, len(items))) for a in range(0, len(items), CHUNK_ITEMS)
-        ]
+        self.kind = kind
+        self.ready = kind == "fork"  # a new interpreter says when it has read its work
+        self.size = size or CHUNK_ITEMS  # items per chunk, the same on both sides
+        self.chunks = [(a, min(a + self.size, len(items))) for a in range(0, len(items), self.size)]
         self.taken = bytearray(len(self.chunks))  # run here, handed to the helper, or done
         self.near = 0  # no chunk before this one is free
         self.want = 0  # the chunk to yield next
         self.done: dict[int, list[R]] = {}
         self.sent: list[int] = []  # chunks handed to the helper, ascending
-        self.proc: BaseProcess | None = None
+        self.proc: BaseProcess | subprocess.Popen[bytes] | None = None
         self.commands = -1  # the write end of the command pipe (-1: no helper)
         self.replies = -1  # the read end of the result pipe, non-blocking
         self.inbox = bytearray()
@@ -182,6 +196,9 @@ class _Shared(Generic[T, R]):
     # ------------------------------------------------------------------ the caller
 
     def _start(self) -> None:
+        if self.kind == "exec":
+            self._start_exec()
+            return
         import multiprocessing  # here: ~5 ms to import, and only a cold scan forks a helper
 
         commands_r, commands_w = os.pipe()
@@ -211,6 +228,45 @@ class _Shared(Generic[T, R]):
         self.proc, self.commands, self.replies = proc, commands_w, replies_r
         self._hand_out()
 
+    def _start_exec(self) -> None:
+        """Start the helper as a new interpreter (safe beside other threads). ``items`` and
+        ``work`` go to it in a memory file, so nothing here waits for it to start; chunks
+        are handed to it once it says it has read them."""
+        try:
+            setup = _dumps((self.items, self.work, self.size, _log_levels()))
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            log.debug("scan helper not started (the work does not pickle: %s)", exc)
+            return
+        try:
+            memory = os.memfd_create("wikimem-scan")
+        except (AttributeError, OSError) as exc:
+            log.info("scan helper not started (%s); scanning in one process", exc)
+            return
+        commands_r, commands_w = os.pipe()
+        replies_r, replies_w = os.pipe()
+        ours, theirs = (commands_w, replies_r), (memory, commands_r, replies_w)
+        argv = [sys.executable, "-c", _EXEC_MAIN, *map(str, theirs)]
+        try:
+            _write_all(memory, setup)
+            proc = subprocess.Popen(
+                argv,
+                pass_fds=theirs,
+                env={**os.environ, "PYTHONPATH": _python_path()},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            log.info("scan helper not started (%s); scanning in one process", exc)
+            for fd in ours:
+                os.close(fd)
+            return
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        os.set_blocking(replies_r, False)
+        _widen(replies_r)
+        self.proc, self.commands, self.replies = proc, commands_w, replies_r
+
     def _free(self, start: int) -> int | None:
         """The first chunk from ``start`` on that nobody has taken."""
         n = self.taken.find(0, start)
@@ -219,7 +275,7 @@ class _Shared(Generic[T, R]):
     def _hand_out(self) -> None:
         """Keep ``AHEAD`` chunks handed to the helper, each ``LEAD`` or more past ``want``
         (near the end of the items, the free chunks past ``want``)."""
-        while self.proc is not None and len(self.sent) < AHEAD:
+        while self.proc is not None and self.ready and len(self.sent) < AHEAD:
             start = self.want + LEAD
             n = self._free(start if start < len(self.chunks) else self.want + 1)
             if n is None or not self._tell(n):
@@ -277,9 +333,13 @@ class _Shared(Generic[T, R]):
                 if len(self.inbox) >= end:
                     n, results = pickle.loads(self.inbox[_LENGTH.size : end])
                     del self.inbox[:end]
-                    if n in self.sent:
+                    if n == _READY:
+                        self.ready = True
+                    elif n in self.sent:
                         self.sent.remove(n)
-                        self.done[n] = self._run(n) if results is None else results
+                        a, b = self.chunks[n]
+                        fits = results is not None and len(results) == b - a
+                        self.done[n] = results if fits else self._run(n)
                     return True
             if gone:
                 self._lost()
@@ -316,6 +376,13 @@ class _Shared(Generic[T, R]):
         for fd in (self.commands, self.replies):
             os.close(fd)
         self.commands = self.replies = -1
+        if isinstance(proc, subprocess.Popen):
+            try:
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            return
         proc.join(timeout=0.05)
         if proc.is_alive():
             proc.kill()
@@ -323,7 +390,7 @@ class _Shared(Generic[T, R]):
 
     # ------------------------------------------------------------------ the helper
 
-    def _serve(self, commands: int, replies: int, callers: tuple[int, int]) -> None:
+    def _serve(self, commands: int, replies: int, callers: tuple[int, ...]) -> None:
         """The helper: run the chunks handed over, in order, and send their results back
         until told to stop or the caller is gone. Before each chunk it reads every command
         waiting, so a chunk the caller took back is skipped. A chunk that fails is reported,
@@ -360,6 +427,48 @@ class _Shared(Generic[T, R]):
 _COMMAND = struct.Struct("<q")
 _LENGTH = struct.Struct("<Q")
 _STOP = -(2**63)
+_READY = -1  # the chunk number of a new interpreter's first message: it has read its work
+_EXEC_MAIN = "import sys; from wikimem_watch.core.scan import serve; serve(*map(int, sys.argv[1:]))"
+
+
+def serve(memory: int, commands: int, replies: int) -> None:
+    """A helper started as a new interpreter: read ``items`` and ``work`` from the memory
+    file, say so, then serve the caller's commands as a forked helper does."""
+    import gc
+
+    gc.disable()  # as in a forked helper of a scan: many objects, no cycles, a short life
+    setup = bytearray()
+    while chunk := os.pread(memory, 1 << 20, len(setup)):
+        setup += chunk
+    os.close(memory)
+    items, work, size, levels = pickle.loads(setup)
+    # What the caller's logging lets through, this one does: a warning about a note is
+    # printed as the caller would print it, and a quieted logger stays quiet.
+    logging.basicConfig(format="wikimem-watch: %(levelname)s %(message)s")
+    for name, level in levels.items():
+        logging.getLogger(name or None).setLevel(level)
+    shared: _Shared[object, object] = _Shared(items, work, "exec", size)
+    try:
+        payload = _dumps((_READY, None))
+        _write_all(replies, _LENGTH.pack(len(payload)) + payload)
+    except OSError:
+        return  # the caller is gone
+    shared._serve(commands, replies, ())
+
+
+def _log_levels() -> dict[str, int]:
+    """The levels set on this process's loggers ("" for the root), for a new interpreter."""
+    loggers = logging.Logger.manager.loggerDict.items()
+    levels = {name: lg.level for name, lg in loggers if isinstance(lg, logging.Logger)}
+    return {"": logging.getLogger().level} | {name: lvl for name, lvl in levels.items() if lvl}
+
+
+def _python_path() -> str:
+    """``PYTHONPATH`` for a new interpreter: this package's parent first, so it imports the
+    same code as this process whether installed, editable or run from a checkout."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    rest = os.environ.get("PYTHONPATH")
+    return here + (os.pathsep + rest if rest else "")
 
 
 def _widen(fd: int) -> None:

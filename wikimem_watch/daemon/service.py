@@ -377,13 +377,18 @@ class Daemon(VaultScans, DaemonReports):
 
     def _apply(self, paths: Iterable[str], *, external: bool = False) -> ApplyStats:
         """Apply in chunks so readers get the lock between them; merge the stats.
-        ``external``: changes the watcher found, journaled (ADR-0016)."""
+        ``external``: changes the watcher found, journaled (ADR-0016).
+
+        A cold scan is one apply: its postings are laid out once, a helper process may take
+        a share of the files (ADR-0019), and a stop is checked between its batches; a write
+        that comes meanwhile waits for it. Queries go on between its batches."""
         total = ApplyStats()
         batch = list(dict.fromkeys(paths))
-        for i in range(0, len(batch), CHUNK_FILES):
+        size = max(len(batch), 1) if self.engine.is_cold else CHUNK_FILES
+        for i in range(0, len(batch), size):
             if self._stop_requested:
                 break  # stopping: the chunk in hand was finished; the next start rescans
-            stats = self.feed.apply(batch[i : i + CHUNK_FILES], external=external)
+            stats = self.feed.apply(batch[i : i + size], external=external, stop=self._stopping)
             total.changed += stats.changed
             total.removed += stats.removed
             total.unchanged += stats.unchanged
@@ -391,6 +396,9 @@ class Daemon(VaultScans, DaemonReports):
         if total.changed or total.removed:
             self.engine.sync_vectors()  # background; only hashes missing from the cache cost
         return total
+
+    def _stopping(self) -> bool:
+        return self._stop_requested
 
     def _record_embedder(self) -> threading.Thread | None:
         """Record the embedder for in-process runs on this host on a thread of its own: an

@@ -82,14 +82,20 @@ class ChangeFeed:
 
     # --------------------------------------------------------------------- apply
 
-    def apply(self, paths: Iterable[str], *, external: bool = False) -> ApplyStats:
+    def apply(
+        self,
+        paths: Iterable[str],
+        *,
+        external: bool = False,
+        stop: Callable[[], bool] | None = None,
+    ) -> ApplyStats:
         batch = list(paths)
         engine = self.engine
         with engine.apply_lock:  # only appliers change `files`: reading it here is safe
             watching = bool(self._subs)
             hashes = {p: engine.files[p].text_hash for p in batch if p in engine.files}
             before = self._entries(batch) if watching else {}
-            stats = engine.apply(batch)
+            stats = engine.apply(batch, stop)
             generation = engine.generation
             touched = [*stats.changed, *stats.removed]
             after = self._entries(touched) if watching and touched else {}

@@ -87,7 +87,7 @@ def open_engine(
     use_logging()
     engine = Engine(config)
     if scan:
-        quiet = logging.getLogger("wikimem_watch.core.engine")
+        quiet = logging.getLogger("wikimem_watch.core.prepare")
         before = quiet.level
         quiet.setLevel(max(logging.ERROR, before))
         try:
