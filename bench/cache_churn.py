@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from wikimem_watch import atomic  # noqa: E402
-from wikimem_watch.vectors import cache, files, peers  # noqa: E402
+from wikimem_watch.vectors import cache_groups, files, peers  # noqa: E402
 from wikimem_watch.vectors.cache import VectorCache  # noqa: E402
-from wikimem_watch.vectors.embedders import HashEmbedder  # noqa: E402
+from wikimem_watch.vectors.hash_embedder import HashEmbedder  # noqa: E402
 from wikimem_watch.vectors.policy import MergePolicy, next_step  # noqa: E402
 from wikimem_watch.vectors.sync import VectorSync  # noqa: E402
 
@@ -55,7 +55,7 @@ class CountingWrites:
     """Counts the bytes of every ``atomic_write`` of the vector side (independently of the
     cache's own count), in each module that calls it."""
 
-    USERS = (files, cache, peers)
+    USERS = (files, cache_groups, peers)
 
     def __init__(self) -> None:
         self.bytes = 0

@@ -67,7 +67,7 @@ def timed(fn: Callable[[], object], repeat: int) -> list[float]:
 
 
 def bench_local(n_texts: int, batch: int, runs: int) -> dict[str, float]:
-    from wikimem_watch.vectors.embedders import LocalEmbedder
+    from wikimem_watch.vectors.local_embedder import LocalEmbedder
 
     t0 = time.perf_counter()
     emb = LocalEmbedder()

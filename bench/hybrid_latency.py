@@ -26,7 +26,7 @@ from wikimem_watch.config import load_config  # noqa: E402
 from wikimem_watch.core.engine import Engine  # noqa: E402
 from wikimem_watch.retrieval.query import run_query  # noqa: E402
 from wikimem_watch.retrieval.request import QueryRequest  # noqa: E402
-from wikimem_watch.vectors.embedders import HashEmbedder  # noqa: E402
+from wikimem_watch.vectors.hash_embedder import HashEmbedder  # noqa: E402
 from wikimem_watch.vectors.service import VectorService  # noqa: E402
 
 

@@ -30,7 +30,7 @@ from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.retrieval.query import run_query
 from wikimem_watch.retrieval.request import QueryRequest
-from wikimem_watch.vectors.embedders import LocalEmbedder
+from wikimem_watch.vectors.local_embedder import LocalEmbedder
 from wikimem_watch.vectors.service import VectorService
 
 

@@ -54,7 +54,7 @@ def build_engine(vault: Path, overrides: dict[str, object], cache: Path | None) 
     engine = Engine(load_config(vault, cfg))
     engine.scan()
     if cache is not None:
-        from wikimem_watch.vectors.embedders import LocalEmbedder
+        from wikimem_watch.vectors.local_embedder import LocalEmbedder
         from wikimem_watch.vectors.service import VectorService
 
         service = VectorService(LocalEmbedder(), cache)

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 from daemon_harness import DaemonProc, eventually, short_socket_path  # noqa: E402
 
-from wikimem_watch.vectors.embedders import HashEmbedder  # noqa: E402
+from wikimem_watch.vectors.hash_embedder import HashEmbedder  # noqa: E402
 
 State = dict[str, tuple[int, int]]  # relative path → (mtime_ns, size)
 

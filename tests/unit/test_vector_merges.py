@@ -1,5 +1,6 @@
 """Merging the vector cache's files, torn and half-delivered groups, and sharing one synced
-cache between two machines' daemons (policy.py, cache.py, peers.py, ADR-0005)."""
+cache between two machines' daemons (policy.py, cache_merges.py, cache_groups.py, peers.py,
+ADR-0005)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ import pytest
 
 from wikimem_watch.vectors import sync as sync_module
 from wikimem_watch.vectors.cache import VectorCache
-from wikimem_watch.vectors.embedders import HashEmbedder
 from wikimem_watch.vectors.files import BLOCK_ROWS, KEYS_FILE, packed, write_group
+from wikimem_watch.vectors.hash_embedder import HashEmbedder
 from wikimem_watch.vectors.peers import Peers
 from wikimem_watch.vectors.policy import MergePolicy, Step, next_step, tier
 from wikimem_watch.vectors.sync import VectorSync

@@ -15,8 +15,9 @@ import pytest
 
 from wikimem_watch.core.parse import parse_note, text_hash
 from wikimem_watch.vectors.cache import VectorCache
-from wikimem_watch.vectors.embedders import EmbedError, HashEmbedder
+from wikimem_watch.vectors.embedders import EmbedError
 from wikimem_watch.vectors.files import KEYS_FILE, atomic_write
+from wikimem_watch.vectors.hash_embedder import HashEmbedder
 from wikimem_watch.vectors.policy import MergePolicy
 from wikimem_watch.vectors.service import VectorService
 from wikimem_watch.vectors.sync import REBUILD_DIR, VectorSync

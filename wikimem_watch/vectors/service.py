@@ -2,7 +2,9 @@
 
 ``VectorService`` puts the embedder, the cache (``cache.py``) and the background sync
 (``sync.py``) behind one small face: ``update`` queues the live entries, ``cosines`` answers
-the query path, ``status`` reports. ``open_vectors`` builds it from the configuration.
+the query path, ``status`` reports. ``open_vectors`` builds it from the configuration, with
+the embedder ``make_embedder`` picks among the implementations (``http_embedder.py``,
+``local_embedder.py``, ``hash_embedder.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from typing import TYPE_CHECKING
 
 from wikimem_watch.config import Config, cache_dir_problem
 from wikimem_watch.vectors.cache import VectorCache
-from wikimem_watch.vectors.embedders import Embedder, EmbedError, make_embedder
+from wikimem_watch.vectors.embedders import Embedder, EmbedError
+from wikimem_watch.vectors.hash_embedder import HashEmbedder
+from wikimem_watch.vectors.http_embedder import DEFAULT_API_KEY_ENV, HttpEmbedder
+from wikimem_watch.vectors.local_embedder import LocalEmbedder
 from wikimem_watch.vectors.peers import DEFAULT_GRACE_S, Peers
 from wikimem_watch.vectors.sync import VectorSync
 from wikimem_watch.vectors.texts import CONTEXT
@@ -26,7 +31,7 @@ if TYPE_CHECKING:
 
     FloatMatrix = npt.NDArray[np.float32]
 
-__all__ = ["VectorService", "open_vectors"]
+__all__ = ["VectorService", "make_embedder", "open_vectors"]
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +148,50 @@ class VectorService:
         if key not in self._warned:
             self._warned.add(key)
             log.warning("%s", message)
+
+
+def make_embedder(
+    kind: str,
+    *,
+    url: str | None = None,
+    model: str | None = None,
+    api_key_env: str = DEFAULT_API_KEY_ENV,
+    query_prefix: str | None = None,
+    document_prefix: str | None = None,
+    batch_size: int = 64,
+    max_chars: int | None = None,
+    timeout_s: float = 30.0,
+    dim: int | None = None,
+) -> Embedder | None:
+    """Build the configured embedder; ``"none"`` → None (BM25 only).
+
+    ``kind`` is one of "none", "local", "http" (needs ``url`` and ``model``), "hash".
+    Raises EmbedError for an unknown kind, a missing URL/model or a missing extra.
+    """
+    if kind == "none":
+        return None
+    if kind == "hash":
+        return HashEmbedder(dim=dim or 64, max_chars=max_chars or 1000)
+    if kind == "local":
+        return LocalEmbedder(max_chars=max_chars or 600)
+    if kind == "http":
+        if not url or not model:
+            raise EmbedError(
+                "the http embedder needs a URL and a model, e.g. "
+                "url='http://127.0.0.1:8080/v1', model='multilingual-e5-small'"
+            )
+        return HttpEmbedder(
+            url,
+            model,
+            api_key_env=api_key_env,
+            query_prefix=query_prefix,
+            document_prefix=document_prefix,
+            batch_size=batch_size,
+            max_chars=max_chars or 2000,
+            timeout_s=timeout_s,
+            dim=dim,
+        )
+    raise EmbedError(f"unknown embedder kind {kind!r}; expected one of none, local, http, hash")
 
 
 def open_vectors(config: Config, *, background: bool = False) -> VectorService | None:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from wikimem_watch.vectors.cache import VectorCache
-from wikimem_watch.vectors.embedders import Embedder, EmbedError, chunk_text
+from wikimem_watch.vectors.chunks import chunk_text
+from wikimem_watch.vectors.embedders import Embedder, EmbedError
 from wikimem_watch.vectors.peers import ACTIVE_S, Peers
 from wikimem_watch.vectors.texts import CONTEXT, CONTEXT_CHARS, embedding_text, embedding_texts
 

@@ -1,0 +1,174 @@
+"""``HttpEmbedder``: any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
+
+This module owns speaking to an embedding server: on the standard library only (urllib,
+imported at the first request so the client path stays cheap), with batching, the e5
+prefixes, retries with backoff and typed errors (``EmbedError``). The API key is read from
+an environment variable at each request, never stored. numpy is imported lazily.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from wikimem_watch.vectors.embedders import EmbedError, _fingerprint, l2_normalize
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatMatrix = npt.NDArray[np.float32]
+    FloatVector = npt.NDArray[np.float32]
+
+__all__ = ["DEFAULT_API_KEY_ENV", "HttpEmbedder"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_API_KEY_ENV = "WIKIMEM_WATCH_EMBED_API_KEY"
+_E5_MODEL = re.compile(r"(^|[/_-])(multilingual-)?e5-(small|base|large)", re.IGNORECASE)
+
+
+class HttpEmbedder:
+    """An OpenAI-compatible ``/embeddings`` endpoint, spoken with urllib.
+
+    The API key is read from the environment variable ``api_key_env`` at each request and
+    sent as a Bearer token (absent → no header, fine for local servers). Prefixes ``None``
+    means: "query: " / "passage: " for e5 models (their model card requires it), else "".
+    Connection errors, 429 and 5xx are retried ``retries`` times with exponential backoff.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str = DEFAULT_API_KEY_ENV,
+        query_prefix: str | None = None,
+        document_prefix: str | None = None,
+        batch_size: int = 64,
+        max_chars: int = 2000,
+        timeout_s: float = 30.0,
+        retries: int = 2,
+        backoff_s: float = 0.5,
+        dim: int | None = None,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise EmbedError(f"embedding URL must start with http:// or https://, got {base_url!r}")
+        if batch_size < 1 or max_chars < 1:
+            raise EmbedError(
+                f"batch_size and max_chars must be >= 1, got {batch_size}, {max_chars}"
+            )
+        e5 = bool(_E5_MODEL.search(model))
+        self.url = base_url.rstrip("/") + "/embeddings"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.query_prefix = ("query: " if e5 else "") if query_prefix is None else query_prefix
+        self.document_prefix = (
+            ("passage: " if e5 else "") if document_prefix is None else document_prefix
+        )
+        self.batch_size = batch_size
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self._max_chars = max_chars
+        self._configured_dim = dim
+        self._seen_dim = dim or 0
+
+    @property
+    def name(self) -> str:
+        return f"http:{self.model}"
+
+    @property
+    def dim(self) -> int:
+        return self._seen_dim
+
+    @property
+    def max_chars(self) -> int:
+        return self._max_chars
+
+    @property
+    def fingerprint(self) -> dict[str, object]:
+        return _fingerprint(
+            "http",
+            self.model,
+            self._configured_dim,
+            self.query_prefix,
+            self.document_prefix,
+            self._max_chars,
+        )
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self._seen_dim), dtype=np.float32)
+        inputs = [self.document_prefix + t[: self._max_chars] for t in texts]
+        parts = [
+            self._post(inputs[i : i + self.batch_size])
+            for i in range(0, len(inputs), self.batch_size)
+        ]
+        return l2_normalize(np.concatenate(parts, axis=0))
+
+    def embed_query(self, text: str) -> FloatVector:
+        return l2_normalize(self._post([self.query_prefix + text[: self._max_chars]])).reshape(-1)
+
+    def _post(self, inputs: list[str]) -> FloatMatrix:
+        import urllib.error  # here: urllib.request loads http.client, ssl and email (~10 ms)
+        import urllib.request
+
+        body = json.dumps({"model": self.model, "input": inputs}).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        key = os.environ.get(self.api_key_env, "")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        for attempt in range(self.retries + 1):
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                    raw = response.read()
+                return self._parse(raw, len(inputs))
+            except urllib.error.HTTPError as exc:
+                detail = exc.read(300).decode("utf-8", "replace").strip()
+                error = EmbedError(
+                    f"embedding endpoint {self.url} answered HTTP {exc.code}: {detail}"
+                )
+                retryable = exc.code == 429 or exc.code >= 500
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                reason = getattr(exc, "reason", exc)
+                error = EmbedError(f"embedding endpoint {self.url} is unreachable: {reason}")
+                retryable = True
+            if not retryable or attempt == self.retries:
+                raise error
+            log.warning("%s; retry %d/%d", error.message, attempt + 1, self.retries)
+            time.sleep(self.backoff_s * 2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _parse(self, raw: bytes, n_inputs: int) -> FloatMatrix:
+        import numpy as np
+
+        try:
+            data = json.loads(raw)["data"]
+            rows = sorted(data, key=lambda item: int(item.get("index", 0)))
+            matrix = np.array([row["embedding"] for row in rows], dtype=np.float32)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EmbedError(
+                f"embedding endpoint {self.url} sent an unexpected body "
+                f'(expected {{"data": [{{"embedding": [...], "index": i}}]}}): {exc}'
+            ) from exc
+        if matrix.ndim != 2 or matrix.shape[0] != n_inputs:
+            raise EmbedError(
+                f"embedding endpoint {self.url} returned shape {matrix.shape} for {n_inputs} inputs"
+            )
+        dim = int(matrix.shape[1])
+        if self._seen_dim and dim != self._seen_dim:
+            raise EmbedError(
+                f"embedding endpoint {self.url} returned dim {dim}, expected {self._seen_dim} "
+                f"(model {self.model!r})"
+            )
+        self._seen_dim = dim
+        return matrix
