@@ -12,6 +12,9 @@ an installed package is compiled: a stale ``.pyc`` costs its module's compile at
 - ``one-shot``: ``wikimem-watch query --vault VAULT --in-process --json "coffee meeting"``,
   start to exit.
 
+With ``--cold`` every start is a first start: a new, empty cache directory and snapshot
+directory each time, so the daemon and the one-shot scan the whole vault (ADR-0019).
+
 Medians of ``--runs``; the interpreter alone and ``import numpy`` are timed beside them, the
 floor under all three. Vaults come from ``bench/gen_vault.py`` via ``bench/index.py``'s
 cache. Nothing here asserts a time.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import json
 import os
 import signal
@@ -30,23 +34,38 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def _serve(vault: Path, sock: Path) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "wikimem_watch", "serve", str(vault), "--socket", str(sock)]
-    return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV
-    )
+COLD = False  # --cold: every start with empty caches
+
+
+@contextlib.contextmanager
+def caches() -> Iterator[tuple[list[str], dict[str, str]]]:
+    """Flags and environment of one start: with ``COLD``, a new cache and snapshot dir."""
+    if not COLD:
+        yield [], ENV
+        return
+    with tempfile.TemporaryDirectory(prefix="wmw-cold-") as tmp:
+        yield ["--cache-dir", f"{tmp}/cache"], {**ENV, "XDG_CACHE_HOME": f"{tmp}/xdg"}
 
 
 def daemon_s(vault: Path, *, polled: bool) -> float:
+    with caches() as (flags, env):
+        return _daemon_s(vault, polled, flags, env)
+
+
+def _daemon_s(vault: Path, polled: bool, flags: list[str], env: dict[str, str]) -> float:
     sock = Path(tempfile.gettempdir()) / f"wmw-start-{os.getpid()}.sock"
+    cmd = [sys.executable, "-m", "wikimem_watch", "serve", str(vault), "--socket", str(sock)]
     began = time.perf_counter()
-    proc = _serve(vault, sock)
+    proc = subprocess.Popen(
+        [*cmd, *flags], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     try:
         if not polled:
             assert proc.stdout is not None
@@ -71,10 +90,17 @@ def daemon_s(vault: Path, *, polled: bool) -> float:
         proc.wait(60)
 
 
-def wall_s(cmd: list[str]) -> float:
-    began = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
-    return time.perf_counter() - began
+def wall_s(cmd: list[str], cold: bool = False) -> float:
+    with caches() if cold else contextlib.nullcontext(([], ENV)) as (flags, env):
+        began = time.perf_counter()
+        subprocess.run(
+            [*cmd, *flags],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        return time.perf_counter() - began
 
 
 def main() -> int:
@@ -84,7 +110,10 @@ def main() -> int:
     ap.add_argument("--sizes", default="10000")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "wikimem-bench")
+    ap.add_argument("--cold", action="store_true", help="every start with empty caches")
     args = ap.parse_args()
+    global COLD
+    COLD = args.cold
     sys.path.insert(0, str(ROOT))
     from bench.index import vault_for
 
@@ -103,12 +132,13 @@ def main() -> int:
         vault = vault_for(size, 0, args.workdir)
         oneshot = [sys.executable, "-m", "wikimem_watch", "query", "--vault", str(vault)]
         oneshot += ["--in-process", "--json", "coffee meeting"]
-        wall_s(oneshot)  # the snapshot, when there is none yet
+        if not COLD:
+            wall_s(oneshot)  # the snapshot, when there is none yet
         runs: dict[str, list[float]] = {"line": [], "polled": [], "oneshot": []}
         for _ in range(args.runs):  # alternated, so all three meet the same load
             runs["line"].append(daemon_s(vault, polled=False))
             runs["polled"].append(daemon_s(vault, polled=True))
-            runs["oneshot"].append(wall_s(oneshot))
+            runs["oneshot"].append(wall_s(oneshot, cold=True))
         med = {k: statistics.median(v) for k, v in runs.items()}
         print(
             f"| {size:,} | {med['line']:.3f} s | {med['polled']:.3f} s | {med['oneshot']:.3f} s |"

@@ -116,6 +116,7 @@ def test_a_stop_does_not_wait_for_a_stuck_writer(
         assert time.monotonic() - started < 15
         assert not daemon.socket_path.exists()
     finally:
+        daemon.request_stop()  # also when an assertion failed first: no thread left behind
         release.set()
         runner.join(5)
 
