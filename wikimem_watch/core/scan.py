@@ -232,6 +232,8 @@ class _Shared(Generic[T, R]):
         """Start the helper as a new interpreter (safe beside other threads). ``items`` and
         ``work`` go to it in a memory file, so nothing here waits for it to start; chunks
         are handed to it once it says it has read them."""
+        if not sys.executable:
+            return  # an embedded interpreter: nothing to start
         try:
             setup = _dumps((self.items, self.work, self.size, _log_levels()))
         except (pickle.PicklingError, AttributeError, TypeError) as exc:
