@@ -198,7 +198,7 @@ def _children_cpu() -> float:
 def measure_build(vault: Path, repeats: int) -> tuple[Any, Result]:
     """Cold builds, alternately with the scan helper (the default, where it is possible) and
     in one process; returns the last engine and the timings (medians of ``repeats`` each)."""
-    from wikimem_watch.core.scan import helper_possible
+    from wikimem_watch.core.scan import helper_kind
 
     runs: dict[bool, list[tuple[float, float, float]]] = {True: [], False: []}
     engine: Any = None
@@ -218,7 +218,7 @@ def measure_build(vault: Path, repeats: int) -> tuple[Any, Result]:
         "cpu_median_s": median(True, 1),
         "helper_cpu_median_s": median(True, 2),
         "one_process_median_s": median(False, 0),
-        "helper_possible": helper_possible(),
+        "helper_possible": helper_kind(10**9) is not None,  # a fork, or a new interpreter
         "helper_runs": sum(run[2] > 0 for run in runs[True]),  # the load may rule it out
         "repeats": repeats,
         "entries": len(engine.entries),
