@@ -253,6 +253,20 @@ def test_a_cold_scan_with_the_helper_equals_one_in_one_process(
 
 
 @needs_helper
+def test_a_new_interpreter_that_cannot_read_its_work_leaves_it_to_the_caller(
+    helpers: Helpers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``square_and_pid`` pickles by reference to this test module, which a new interpreter
+    cannot import: it says so and ends, and the caller does every chunk itself."""
+    monkeypatch.setattr(scan, "EXEC_MIN_ITEMS", 0)
+    with another_thread():
+        got = list(scan.map_in_order(range(300), square_and_pid))
+    assert [v for v, _ in got] == [x * x for x in range(300)]
+    assert {pid for _, pid in got} == {os.getpid()}
+    assert helpers.started == 1 and helpers.run_here == helpers.chunks
+
+
+@needs_helper
 def test_beside_another_thread_a_cold_scan_shares_files_with_a_new_interpreter(
     tmp_path: Path, helpers: Helpers, monkeypatch: pytest.MonkeyPatch
 ) -> None:

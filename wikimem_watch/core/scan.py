@@ -95,7 +95,7 @@ def _cpu_free() -> bool:
 def map_in_order(
     items: Sequence[T], work: Callable[[T], R], *, min_items: int | None = None
 ) -> Iterator[R]:
-    """``work(item)`` for each item, in order; with a forked helper when it pays."""
+    """``work(item)`` for each item, in order; with a helper process when it pays."""
     threshold = PARALLEL_MIN_ITEMS if min_items is None else min_items
     kind = helper_kind(len(items)) if len(items) >= max(threshold, 2 * CHUNK_ITEMS) else None
     if kind is None:
@@ -256,6 +256,7 @@ class _Shared(Generic[T, R]):
                 env={**os.environ, "PYTHONPATH": _python_path()},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C is the caller's, even while it imports
             )
         except OSError as exc:
             log.info("scan helper not started (%s); scanning in one process", exc)
@@ -439,14 +440,19 @@ def serve(memory: int, commands: int, replies: int) -> None:
     import gc
 
     gc.disable()  # as in a forked helper of a scan: many objects, no cycles, a short life
+    logging.basicConfig(format="wikimem-watch: %(levelname)s %(message)s")
     setup = bytearray()
     while chunk := os.pread(memory, 1 << 20, len(setup)):
         setup += chunk
     os.close(memory)
-    items, work, size, levels = pickle.loads(setup)
+    try:
+        items, work, size, levels = pickle.loads(setup)
+    except (pickle.UnpicklingError, ImportError, AttributeError) as exc:
+        # Its code differs from the caller's: the caller, seeing it gone, does the work.
+        log.warning("scan helper: cannot read the work it was sent (%s)", exc)
+        return
     # What the caller's logging lets through, this one does: a warning about a note is
     # printed as the caller would print it, and a quieted logger stays quiet.
-    logging.basicConfig(format="wikimem-watch: %(levelname)s %(message)s")
     for name, level in levels.items():
         logging.getLogger(name or None).setLevel(level)
     shared: _Shared[object, object] = _Shared(items, work, "exec", size)
