@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from wikimem_watch.config import load_config
-from wikimem_watch.core import scan
+from wikimem_watch.core import scan, scan_wire
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.prepare import FilePreparer
 from wikimem_watch.core.vault import iter_notes
@@ -344,7 +344,7 @@ def test_the_result_pipe_has_room_for_several_chunks() -> None:
 
     read_end, write_end = os.pipe()
     try:
-        scan._widen(read_end)
+        scan_wire.widen(read_end)
         allowed = int(Path("/proc/sys/fs/pipe-max-size").read_text())
         assert fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ) >= min(allowed, 1 << 20)
     finally:

@@ -1,5 +1,5 @@
 """Both cores for a cold scan: ``map_in_order(items, work)`` is ``map(work, items)``, with
-a forked helper process taking a share of the items when there are enough of them.
+a helper process taking a share of the items when there are enough of them.
 
 The engine's initial scan reads, parses and tokenizes every file, then indexes the results
 in order (one writer). Here the caller's process keeps its place as that writer and works
@@ -17,21 +17,18 @@ process with other threads (the daemon, with its server and watcher threads) the
 new interpreter instead, started only for many items (it imports the parser first) and only
 when ``work`` pickles: it is sent ``items`` and ``work`` once, in a memory file. Anything
 else, or a helper that cannot start, dies or fails on an item, falls back to doing that work
-here: the result never depends on the helper (ADR-0019).
+here: the result never depends on the helper (ADR-0019). How the two talk, and how a new
+interpreter is started, is ``core/scan_wire.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import fcntl
-import io
 import logging
 import os
 import pickle
 import select
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -39,8 +36,9 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from operator import attrgetter
 from typing import TYPE_CHECKING, Generic, TypeVar
+
+from . import scan_wire as wire
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -67,7 +65,6 @@ AHEAD = 8
 # (on average), then taken back; a helper late LATE_LIMIT times is given up.
 HELPER_NICE = 10
 WAIT_CHUNKS = 2.0
-PIPE_BYTES = 8 << 20  # the result pipe's room asked for (the system may cap it)
 LATE_LIMIT = 2
 
 
@@ -103,53 +100,13 @@ def map_in_order(
     return _Shared(items, work, kind).results()
 
 
-class _Pickler(pickle.Pickler):
-    """Pickles a dataclass as a call of its class with its field values: about half the
-    time of the default (a ``__setstate__`` that sets each slot in Python) for entries."""
-
-    def reducer_override(self, obj: object) -> tuple[type, tuple[object, ...]]:
-        cls = type(obj)
-        try:
-            get = _FIELDS[cls]
-        except KeyError:
-            get = _FIELDS[cls] = _field_getter(cls)
-        if get is None:
-            return NotImplemented  # type: ignore[no-any-return]  # pickle's own reduction
-        return cls, get(obj)
-
-
-Getter = Callable[[object], tuple[object, ...]]
-_FIELDS: dict[type, Getter | None] = {}
-
-
-def _field_getter(cls: type) -> Getter | None:
-    """A getter of the field values ``cls(*values)`` rebuilds an instance from; ``None``
-    for anything else (not a dataclass, a field not in ``__init__``, a ``__post_init__``)."""
-    if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
-        return None
-    fields = dataclasses.fields(cls)
-    if not fields or not all(f.init and f.kw_only is not True for f in fields):
-        return None
-    getter = attrgetter(*(f.name for f in fields))
-    if len(fields) == 1:
-        return lambda obj: (getter(obj),)
-    return getter
-
-
-def _dumps(obj: object) -> bytes:
-    out = io.BytesIO()
-    _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
-    return out.getbuffer().tobytes()
-
-
 class _Shared(Generic[T, R]):
     """One caller and one forked helper sharing chunks of ``items``; the caller alone knows
     which chunk is whose, hands the helper its chunks, and yields every result in order.
 
-    Two pipes: the caller writes commands (8-byte chunk numbers: ``n`` to run chunk ``n``,
-    ``-n - 1`` to skip it, ``-2**63`` to stop), the helper writes results (an 8-byte length,
-    then the pickled ``(n, results)``). The caller reads results without blocking, a piece
-    at a time, so a helper that gets little CPU time cannot hold it up mid-message.
+    Two pipes (``core/scan_wire.py``): the caller writes commands, the helper writes
+    results. The caller reads results without blocking, a piece at a time, so a helper that
+    gets little CPU time cannot hold it up mid-message.
     """
 
     def __init__(
@@ -224,51 +181,22 @@ class _Shared(Generic[T, R]):
         os.close(commands_r)
         os.close(replies_w)
         os.set_blocking(replies_r, False)
-        _widen(replies_r)
+        wire.widen(replies_r)
         self.proc, self.commands, self.replies = proc, commands_w, replies_r
         self._hand_out()
 
     def _start_exec(self) -> None:
-        """Start the helper as a new interpreter (safe beside other threads). ``items`` and
-        ``work`` go to it in a memory file, so nothing here waits for it to start; chunks
-        are handed to it once it says it has read them."""
-        if not sys.executable:
-            return  # an embedded interpreter: nothing to start
+        """Start the helper as a new interpreter (safe beside other threads); chunks are
+        handed to it once it says it has read its work."""
         try:
-            setup = _dumps((self.items, self.work, self.size, _log_levels()))
+            setup = wire.dumps((self.items, self.work, self.size, wire.log_levels()))
         except (pickle.PicklingError, AttributeError, TypeError) as exc:
             log.debug("scan helper not started (the work does not pickle: %s)", exc)
             return
         try:
-            memory = os.memfd_create("wikimem-scan")
-        except (AttributeError, OSError) as exc:
+            self.proc, self.commands, self.replies = wire.start_interpreter(setup)
+        except (AttributeError, OSError) as exc:  # AttributeError: no memfd_create
             log.info("scan helper not started (%s); scanning in one process", exc)
-            return
-        commands_r, commands_w = os.pipe()
-        replies_r, replies_w = os.pipe()
-        ours, theirs = (commands_w, replies_r), (memory, commands_r, replies_w)
-        argv = [sys.executable, "-c", _EXEC_MAIN, *map(str, theirs)]
-        try:
-            _write_all(memory, setup)
-            proc = subprocess.Popen(
-                argv,
-                pass_fds=theirs,
-                env={**os.environ, "PYTHONPATH": _python_path()},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                start_new_session=True,  # a Ctrl-C is the caller's, even while it imports
-            )
-        except OSError as exc:
-            log.info("scan helper not started (%s); scanning in one process", exc)
-            for fd in ours:
-                os.close(fd)
-            return
-        finally:
-            for fd in theirs:
-                os.close(fd)
-        os.set_blocking(replies_r, False)
-        _widen(replies_r)
-        self.proc, self.commands, self.replies = proc, commands_w, replies_r
 
     def _free(self, start: int) -> int | None:
         """The first chunk from ``start`` on that nobody has taken."""
@@ -291,7 +219,7 @@ class _Shared(Generic[T, R]):
         if self.proc is None:
             return False
         try:
-            os.write(self.commands, _COMMAND.pack(command))
+            os.write(self.commands, wire.COMMAND.pack(command))
         except OSError:
             self._lost()
             return False
@@ -330,13 +258,13 @@ class _Shared(Generic[T, R]):
         deadline = time.monotonic() + wait_s
         while True:
             gone = self._read()
-            if len(self.inbox) >= _LENGTH.size:
-                (size,) = _LENGTH.unpack_from(self.inbox)
-                end = _LENGTH.size + size
+            if len(self.inbox) >= wire.LENGTH.size:
+                (size,) = wire.LENGTH.unpack_from(self.inbox)
+                end = wire.LENGTH.size + size
                 if len(self.inbox) >= end:
-                    n, results = pickle.loads(self.inbox[_LENGTH.size : end])
+                    n, results = pickle.loads(self.inbox[wire.LENGTH.size : end])
                     del self.inbox[:end]
-                    if n == _READY:
+                    if n == wire.READY:
                         self.ready = True
                     elif n in self.sent:
                         self.sent.remove(n)
@@ -375,7 +303,7 @@ class _Shared(Generic[T, R]):
         if proc is None:
             return
         with contextlib.suppress(OSError):
-            os.write(self.commands, _COMMAND.pack(_STOP))
+            os.write(self.commands, wire.COMMAND.pack(wire.STOP))
         for fd in (self.commands, self.replies):
             os.close(fd)
         self.commands = self.replies = -1
@@ -410,8 +338,8 @@ class _Shared(Generic[T, R]):
                     data = os.read(commands, 4096)  # whole commands: each write is atomic
                     if not data:
                         return
-                    for (command,) in _COMMAND.iter_unpack(data):
-                        if command == _STOP:
+                    for (command,) in wire.COMMAND.iter_unpack(data):
+                        if command == wire.STOP:
                             return
                         if command >= 0:
                             todo.append(command)
@@ -419,79 +347,31 @@ class _Shared(Generic[T, R]):
                             todo.remove(-command - 1)  # taken back
                 n = todo.popleft()
                 try:
-                    payload = _dumps((n, self._run(n)))
+                    reply = wire.message(n, self._run(n))
                 except Exception:
-                    payload = _dumps((n, None))
-                _write_all(replies, _LENGTH.pack(len(payload)) + payload)
+                    reply = wire.message(n, None)
+                wire.write_all(replies, reply)
         except OSError:
             pass  # the caller is gone
 
 
-_COMMAND = struct.Struct("<q")
-_LENGTH = struct.Struct("<Q")
-_STOP = -(2**63)
-_READY = -1  # the chunk number of a new interpreter's first message: it has read its work
-_EXEC_MAIN = "import sys; from wikimem_watch.core.scan import serve; serve(*map(int, sys.argv[1:]))"
-
-
 def serve(memory: int, commands: int, replies: int) -> None:
-    """A helper started as a new interpreter: read ``items`` and ``work`` from the memory
-    file, say so, then serve the caller's commands as a forked helper does."""
+    """A helper started as a new interpreter (``scan_wire.start_interpreter``): read
+    ``items`` and ``work``, say so, then serve the caller's commands as a forked helper does."""
     import gc
 
     gc.disable()  # as in a forked helper of a scan: many objects, no cycles, a short life
     logging.basicConfig(format="wikimem-watch: %(levelname)s %(message)s")
-    setup = bytearray()
-    while chunk := os.pread(memory, 1 << 20, len(setup)):
-        setup += chunk
-    os.close(memory)
     try:
-        items, work, size, levels = pickle.loads(setup)
+        items, work, size, levels = pickle.loads(wire.read_setup(memory))
     except (pickle.UnpicklingError, ImportError, AttributeError) as exc:
         # Its code differs from the caller's: the caller, seeing it gone, does the work.
         log.warning("scan helper: cannot read the work it was sent (%s)", exc)
         return
-    # What the caller's logging lets through, this one does: a warning about a note is
-    # printed as the caller would print it, and a quieted logger stays quiet.
-    for name, level in levels.items():
-        logging.getLogger(name or None).setLevel(level)
+    wire.set_log_levels(levels)
     shared: _Shared[object, object] = _Shared(items, work, "exec", size)
     try:
-        payload = _dumps((_READY, None))
-        _write_all(replies, _LENGTH.pack(len(payload)) + payload)
+        wire.write_all(replies, wire.message(wire.READY, None))
     except OSError:
         return  # the caller is gone
     shared._serve(commands, replies, ())
-
-
-def _log_levels() -> dict[str, int]:
-    """The levels set on this process's loggers ("" for the root), for a new interpreter."""
-    loggers = logging.Logger.manager.loggerDict.items()
-    levels = {name: lg.level for name, lg in loggers if isinstance(lg, logging.Logger)}
-    return {"": logging.getLogger().level} | {name: lvl for name, lvl in levels.items() if lvl}
-
-
-def _python_path() -> str:
-    """``PYTHONPATH`` for a new interpreter: this package's parent first, so it imports the
-    same code as this process whether installed, editable or run from a checkout."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    rest = os.environ.get("PYTHONPATH")
-    return here + (os.pathsep + rest if rest else "")
-
-
-def _widen(fd: int) -> None:
-    """Give a pipe room for several chunks' results (Linux: up to ``pipe-max-size``, 1 MiB by
-    default): with the default 64 KiB, the helper waited on every write until the caller,
-    busy with a chunk or indexing, read the previous one, and ran at half speed."""
-    for size in (PIPE_BYTES, 1 << 20):
-        try:
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
-            return
-        except (AttributeError, OSError):
-            continue
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
