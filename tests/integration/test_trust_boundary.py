@@ -73,3 +73,32 @@ def test_a_fifo_planted_as_the_vault_config_does_not_block_the_daemon(
     os.mkfifo(vault / ".wikimem" / "config.toml")
     daemon = start_daemon(vault)
     assert any("not a regular file" in w for w in daemon.result("status")["config_warnings"])
+
+
+def test_python_modules_in_the_vault_never_run_when_started_inside_it(tmp_path: Path) -> None:
+    """``python -m wikimem_watch`` run from inside a vault: its working directory would come
+    first on sys.path, so a ``yaml.py`` there would run when a note's front matter is read."""
+    import subprocess
+    import sys
+
+    vault = tmp_path / "vault"
+    (vault / "wiki").mkdir(parents=True)
+    (vault / "wiki" / "front.md").write_text(
+        "---\ntags: [x]\n---\n## Quince\n\n```\n## fenced\n```\nquince jam\n", encoding="utf-8"
+    )
+    marker = tmp_path / "ran"
+    for name in ("yaml.py", "markdown_it/__init__.py"):
+        (vault / name).parent.mkdir(exist_ok=True)
+        (vault / name).write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "wikimem_watch", "query", "--vault", ".", "--in-process"]
+        + ["--json", "quince"],
+        cwd=vault,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"wiki/front.md"' in done.stdout
+    assert not marker.exists(), marker.read_text()

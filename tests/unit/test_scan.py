@@ -304,6 +304,32 @@ def test_beside_another_thread_a_cold_scan_shares_files_with_a_new_interpreter(
     assert _state(both) == _state(alone)
 
 
+@needs_helper
+def test_a_new_interpreter_imports_nothing_from_where_the_caller_runs(
+    tmp_path: Path, helpers: Helpers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon started inside a vault synced from elsewhere: Python modules there (ours
+    shadowed, or the standard library's) are never run by the helper (ADR-0010)."""
+    vault = _vault(tmp_path / "vault")
+    marker = tmp_path / "ran"
+    for name in ("wikimem_watch/__init__.py", "pickle.py", "gc.py"):
+        (vault / name).parent.mkdir(exist_ok=True)
+        (vault / name).write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
+    monkeypatch.chdir(vault)
+    monkeypatch.setattr(scan, "EXEC_MIN_ITEMS", 0)
+    prepare = FilePreparer.__call__
+
+    def slow_prepare(self: FilePreparer, rel: str, *args: object, **kw: object) -> object:
+        time.sleep(0.005)  # here only: time for the helper to start and take a share
+        return prepare(self, rel, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(FilePreparer, "__call__", slow_prepare)
+    with another_thread():
+        Engine(load_config(vault)).scan()
+    assert helpers.started == 1 and helpers.helped
+    assert not marker.exists()
+
+
 def test_a_stop_ends_an_apply_between_batches_and_the_next_one_finishes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -87,8 +87,11 @@ def start_interpreter(setup: bytes) -> tuple[subprocess.Popen[bytes], int, int]:
     ours, theirs = (commands_w, replies_r), (memory, commands_r, replies_w)
     try:
         write_all(memory, setup)
+        # -P and the root as its directory: nothing is imported from where the caller runs,
+        # which may be a vault synced from elsewhere (ADR-0010).
         proc = subprocess.Popen(
-            [sys.executable, "-c", _MAIN, *map(str, theirs)],
+            [sys.executable, "-P", "-c", _MAIN, *map(str, theirs)],
+            cwd=os.sep,
             pass_fds=theirs,
             env={**os.environ, "PYTHONPATH": _python_path()},
             stdin=subprocess.DEVNULL,
