@@ -201,6 +201,18 @@ def _vault(root: Path) -> Path:
     return root
 
 
+def slow_here(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Each file takes ``seconds`` longer to prepare in this process (a helper started as a
+    new interpreter imports the real preparer): time for the helper to take a share."""
+    prepare = FilePreparer.__call__
+
+    def slow(self: FilePreparer, rel: str, *args: object, **kw: object) -> object:
+        time.sleep(seconds)
+        return prepare(self, rel, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(FilePreparer, "__call__", slow)
+
+
 def _state(engine: Engine) -> tuple[object, ...]:
     """Everything a scan builds, the index's layout (slots, term ids, postings) included."""
     index = engine.index
@@ -228,13 +240,7 @@ def test_a_cold_scan_with_the_helper_equals_one_in_one_process(
 ) -> None:
     vault = _vault(tmp_path / "vault")
     config = load_config(vault)
-    prepare = FilePreparer.__call__
-
-    def slow_prepare(self: FilePreparer, rel: str, *args: object, **kw: object) -> object:
-        time.sleep(0.001)  # enough work for the helper to take a share
-        return prepare(self, rel, *args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(FilePreparer, "__call__", slow_prepare)
+    slow_here(monkeypatch, 0.001)
     both = Engine(config)
     both.scan()
     assert helpers.started == 1 and helpers.helped, "the helper took no share of the scan"
@@ -275,13 +281,7 @@ def test_beside_another_thread_a_cold_scan_shares_files_with_a_new_interpreter(
     as one built in one process."""
     vault = _vault(tmp_path / "vault")
     config = load_config(vault)
-    prepare = FilePreparer.__call__
-
-    def slow_prepare(self: FilePreparer, rel: str, *args: object, **kw: object) -> object:
-        time.sleep(0.005)  # here only (the helper imports the real one): time for it to start
-        return prepare(self, rel, *args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(FilePreparer, "__call__", slow_prepare)
+    slow_here(monkeypatch, 0.005)
     monkeypatch.setattr(scan, "EXEC_MIN_ITEMS", 0)
     started: list[object] = []
     start_exec = scan._Shared._start_exec
@@ -317,13 +317,7 @@ def test_a_new_interpreter_imports_nothing_from_where_the_caller_runs(
         (vault / name).write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
     monkeypatch.chdir(vault)
     monkeypatch.setattr(scan, "EXEC_MIN_ITEMS", 0)
-    prepare = FilePreparer.__call__
-
-    def slow_prepare(self: FilePreparer, rel: str, *args: object, **kw: object) -> object:
-        time.sleep(0.005)  # here only: time for the helper to start and take a share
-        return prepare(self, rel, *args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(FilePreparer, "__call__", slow_prepare)
+    slow_here(monkeypatch, 0.005)
     with another_thread():
         Engine(load_config(vault)).scan()
     assert helpers.started == 1 and helpers.helped
