@@ -116,6 +116,7 @@ def test_status_in_process_has_the_daemons_shape_without_the_daemons_own_fields(
         "socket_limits",
         "http",
         "snapshot",
+        "scan_files",
     }
     assert set(local) == set(remote) - own - {"safety_rescan_s"}
     assert local["state"] == "in-process" and remote["state"] == "ready"

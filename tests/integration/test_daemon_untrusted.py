@@ -121,6 +121,36 @@ def test_a_stop_does_not_wait_for_a_stuck_writer(
         runner.join(5)
 
 
+def test_status_during_the_first_scan_says_how_many_files_it_reads(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = load_config(vault, {"snapshot_dir": str(tmp_path / "snap")})
+    daemon = Daemon(config, socket_path=short_socket_path(), force_polling=True)
+    reading, release = threading.Event(), threading.Event()
+    real_apply = daemon.engine.apply
+
+    def slow_apply(paths: list[str], stop: object = None) -> ApplyStats:
+        reading.set()
+        release.wait(10)
+        return real_apply(paths, stop)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(daemon.engine, "apply", slow_apply)
+    runner = threading.Thread(target=daemon.run)
+    runner.start()
+    try:
+        assert reading.wait(10)
+        during = daemon.status()
+        assert during["state"] == "scanning"
+        assert during["scan_files"] == len(list(vault.rglob("*.md"))) > 0
+        release.set()
+        eventually(lambda: daemon.status()["state"] == "ready", "ready after the scan")
+        assert daemon.status()["scan_files"] is None
+    finally:
+        daemon.request_stop()
+        release.set()
+        runner.join(10)
+
+
 def test_a_stop_waits_for_a_snapshot_being_written(
     vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -64,3 +64,30 @@ def test_a_query_with_nothing_searchable_prints_why_not_just_no_results(
     )
     assert code == 1
     assert capsys.readouterr().out == "no results: the query is empty: nothing to search for\n"
+
+
+def test_status_during_a_first_scan_says_how_many_files_are_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from wikimem_watch.shells.output import print_status
+
+    status = {
+        "state": "scanning",
+        "vault": "/v",
+        "pid": 1,
+        "host": "h",
+        "entries": {"diary": 5, "wiki": 1},
+        "files": 40,
+        "generation": 3,
+        "unresolved_links": 0,
+        "skipped": [],
+        "warnings": {},
+        "vectors": {"state": "off"},
+        "scan_files": 1200,
+    }
+    print_status(status)
+    assert "index    40 files" in capsys.readouterr().out
+    print_status(status)
+    assert "scan     1200 files to read before ready" in capsys.readouterr().out
+    print_status({**status, "state": "ready", "scan_files": None})
+    assert "scan " not in capsys.readouterr().out

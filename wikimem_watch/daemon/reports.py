@@ -46,6 +46,7 @@ class DaemonReports:
     _in_hand: int
     _unresolved: tuple[int, list[dict[str, object]], float]
     _started_mono: float
+    scan_files: int | None
 
     def _http_status(self) -> dict[str, str]:
         from .http import token_path
@@ -103,5 +104,6 @@ class DaemonReports:
             http=None if self.http is None else self._http_status(),
             safety_rescan_s=self.safety_rescan_s,
             snapshot=dict(self.snapshot),
+            scan_files=self.scan_files if self.state == "scanning" else None,
         )
         return result

@@ -38,6 +38,7 @@ class VaultScans:
     saving_snapshot: bool = False
     _stats: dict[str, StatKey]
     _last_rescan: float
+    scan_files: int | None
 
     def _apply(self, paths: Iterable[str], *, external: bool = False) -> ApplyStats:
         """Apply ``paths`` in chunks (``Daemon._apply``, which the daemon defines)."""
@@ -57,8 +58,10 @@ class VaultScans:
         self.snapshot.update(loaded=stale is not None, reread=None if stale is None else len(stale))
         if stale is not None and not self.engine.vector_keys_missing:
             self._saved = (self.engine.generation, self.engine.stat_refreshes)
+        todo = list(stats) if stale is None else stale
+        self.scan_files = len(todo)
         with no_gc():  # millions of objects and no cycles: ~10% of a cold scan
-            self._apply(list(stats) if stale is None else stale)
+            self._apply(todo)
         self._stats = stats
         self._last_rescan = time.monotonic()
 
@@ -81,7 +84,9 @@ class VaultScans:
         """``engine.scan()`` in chunks, refreshing the safety-rescan stat snapshot."""
         stats = self._stat_walk()
         known = set(self.engine.files) | set(self.engine.skipped)
-        result = self._apply([*stats, *sorted(known - set(stats))])
+        todo = [*stats, *sorted(known - set(stats))]
+        self.scan_files = len(todo)
+        result = self._apply(todo)
         self._stats = stats
         self._last_rescan = time.monotonic()
         return result

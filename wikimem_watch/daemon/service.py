@@ -125,6 +125,7 @@ class Daemon(VaultScans, DaemonReports):
         self._started_mono = time.monotonic()
         self._changes: queue.Queue[object] = queue.Queue()
         self._in_hand = 0
+        self.scan_files: int | None = None  # files the initial scan reads, while it runs
         self._stop_requested = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)

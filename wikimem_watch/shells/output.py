@@ -175,6 +175,8 @@ def print_status(status: dict[str, Any]) -> None:
         f"index    {status['files']} files, {entries['diary']} diary + {entries['wiki']} wiki "
         f"entries, generation {status['generation']}{pending}"
     )
+    if status.get("scan_files") is not None:
+        print(f"scan     {status['scan_files']} files to read before ready")
     print(f"links    {status['unresolved_links']} unresolved")
     shown = status.get("unresolved", [])
     for link in shown:
