@@ -151,6 +151,52 @@ def test_status_during_the_first_scan_says_how_many_files_it_reads(
         runner.join(10)
 
 
+def test_a_write_during_the_first_scan_waits_for_one_batch_not_the_whole_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first scan is one bulk apply that holds ``apply_lock``; a write waiting for it
+    ends that apply after its batch in hand, and the rest of the scan goes in chunks. The
+    index then equals a fresh scan, the write included."""
+    from wikimem_watch.core import engine as engine_module
+    from wikimem_watch.core.engine import Engine
+    from wikimem_watch.core.prepare import FilePreparer
+
+    vault = tmp_path / "vault"
+    (vault / "diary").mkdir(parents=True)
+    for month in range(1, 5):
+        for day in range(1, 29):
+            entries = "".join(f"## {h:02d}:00\nwalked {day} km at {h}\n\n" for h in range(8, 18))
+            (vault / "diary" / f"2026-{month:02d}-{day:02d}.md").write_text(entries)
+    monkeypatch.setattr(engine_module, "_BULK_ENTRIES", 40)  # a batch: four files
+    prepare = FilePreparer.__call__
+    prepared = threading.Event()
+
+    def slow(self: FilePreparer, rel: str, *args: object, **kw: object) -> object:
+        prepared.set()
+        time.sleep(0.02)  # the whole scan would take 2.2 s
+        return prepare(self, rel, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(FilePreparer, "__call__", slow)
+    config = load_config(vault, {"snapshot_dir": str(tmp_path / "snap")})
+    daemon = Daemon(config, socket_path=short_socket_path(), force_polling=True)
+    runner = threading.Thread(target=daemon.run)
+    runner.start()
+    try:
+        assert prepared.wait(10)
+        daemon.writer.append_diary("a quince tart", date="2026-05-01", time="09:30")
+        assert daemon.state == "scanning", "the write waited for the whole scan"
+        assert daemon.engine.files.get("diary/2026-05-01.md") is not None
+        eventually(lambda: daemon.state == "ready", "ready after the scan")
+        monkeypatch.setattr(FilePreparer, "__call__", prepare)
+        fresh = Engine(load_config(vault, {"snapshot": False}))
+        fresh.scan()
+        assert daemon.engine.digest() == fresh.digest()
+        assert len(daemon.engine.entries) == len(fresh.entries) == 1121
+    finally:
+        daemon.request_stop()
+        runner.join(10)
+
+
 def test_a_stop_waits_for_a_snapshot_being_written(
     vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

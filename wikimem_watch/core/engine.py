@@ -61,6 +61,7 @@ class ApplyStats:
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
     skipped: list[str] = field(default_factory=list)
+    stopped: bool = False  # ``stop`` ended the apply before its last file
 
 
 class Engine(EngineReads, EngineVectors):
@@ -226,6 +227,7 @@ class Engine(EngineReads, EngineVectors):
                     self._swap(batch, stats)
                     batch, size = [], 0
                     if stop is not None and stop():
+                        stats.stopped = True
                         break
             self._swap(batch, stats)
         finally:

@@ -126,6 +126,8 @@ class Daemon(VaultScans, DaemonReports):
         self._changes: queue.Queue[object] = queue.Queue()
         self._in_hand = 0
         self.scan_files: int | None = None  # files the initial scan reads, while it runs
+        self._writes_waiting = 0  # write requests waiting for ``apply_lock`` (``_applied``)
+        self._writes_done = threading.Condition()
         self._stop_requested = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
@@ -371,7 +373,14 @@ class Daemon(VaultScans, DaemonReports):
     def _applied(self, rel: str) -> int:
         """Apply a file the write path just wrote (on the caller's thread: the engine's
         ``apply_lock`` orders it with the writer thread); the generation that holds it."""
-        stats = self.feed.apply([rel])
+        with self._writes_done:
+            self._writes_waiting += 1  # a scan lets it in after its batch or chunk in hand
+        try:
+            stats = self.feed.apply([rel])
+        finally:
+            with self._writes_done:
+                self._writes_waiting -= 1
+                self._writes_done.notify_all()
         if stats.changed or stats.removed:
             self.engine.sync_vectors()
         return self.engine.generation
@@ -380,26 +389,43 @@ class Daemon(VaultScans, DaemonReports):
         """Apply in chunks so readers get the lock between them; merge the stats.
         ``external``: changes the watcher found, journaled (ADR-0016).
 
-        A cold scan is one apply: its postings are laid out once, a helper process may take
-        a share of the files (ADR-0019), and a stop is checked between its batches; a write
-        that comes meanwhile waits for it. Queries go on between its batches."""
+        A cold scan is one apply: its postings are laid out once, and a helper process may
+        take a share of the files (ADR-0019). It ends after its batch in hand when a stop is
+        asked or a write is waiting; the files it has not reached are then applied in chunks
+        (so a write waits for one batch at most). Queries go on between its batches."""
         total = ApplyStats()
-        batch = list(dict.fromkeys(paths))
-        size = max(len(batch), 1) if self.engine.is_cold else CHUNK_FILES
-        for i in range(0, len(batch), size):
-            if self._stop_requested:
-                break  # stopping: the chunk in hand was finished; the next start rescans
-            stats = self.feed.apply(batch[i : i + size], external=external, stop=self._stopping)
+        todo = list(dict.fromkeys(paths))
+        while todo and not self._stop_requested:  # a stop: the next start rescans the rest
+            self._let_writes_in()
+            cold = self.engine.is_cold
+            chunk = todo if cold else todo[:CHUNK_FILES]
+            stop = self._give_way if cold else self._stopping
+            stats = self.feed.apply(chunk, external=external, stop=stop)
             total.changed += stats.changed
             total.removed += stats.removed
             total.unchanged += stats.unchanged
             total.skipped += stats.skipped
+            if stats.stopped:  # the files it reached are recorded: not cold any more
+                done = {*stats.changed, *stats.removed, *stats.skipped}
+                todo = [rel for rel in todo if rel not in done]
+            else:
+                todo = todo[len(chunk) :]
         if total.changed or total.removed:
             self.engine.sync_vectors()  # background; only hashes missing from the cache cost
         return total
 
     def _stopping(self) -> bool:
         return self._stop_requested
+
+    def _let_writes_in(self) -> None:
+        """Wait for the writes waiting for ``apply_lock`` to be applied: a lock released and
+        taken again at once by this thread would not let them in."""
+        with self._writes_done:
+            self._writes_done.wait_for(lambda: not self._writes_waiting or self._stop_requested)
+
+    def _give_way(self) -> bool:
+        """End a scan in bulk after its batch in hand: stopping, or a write is waiting."""
+        return self._stop_requested or self._writes_waiting > 0
 
     def _record_embedder(self) -> threading.Thread | None:
         """Record the embedder for in-process runs on this host on a thread of its own: an
