@@ -1,16 +1,19 @@
 """The daemon's view of the vault on disk: the start (from the index snapshot, or cold), the
-watcher's change sets, and the safety rescan that repairs what the OS did not report.
+watcher's change sets, the safety rescan that repairs what the OS did not report, and how
+each of them applies files (in chunks; a first scan in bulk) beside the write path.
 
 A mixin of :class:`~wikimem_watch.daemon.service.Daemon`, which owns the state; every method
-runs on its writer thread. The safety rescan is cheap: it walks the vault and ``stat``s each
-note (no reads), and re-applies only paths whose (mtime, size, inode) changed since the last
-walk or whose presence differs from the index.
+runs on its writer thread but ``_applied``, which the write path calls on its own. The
+safety rescan is cheap: it walks the vault and ``stat``s each note (no reads), and
+re-applies only paths whose (mtime, size, inode) changed since the last walk or whose
+presence differs from the index.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterable
 
@@ -18,6 +21,7 @@ from ..config import Config
 from ..core.engine import ApplyStats, Engine
 from ..core.snapshot import no_gc, restore_engine, save_snapshot
 from ..core.vault import iter_notes, notes_below
+from .subscriptions import ChangeFeed
 from .watcher import ChangeSet
 
 __all__ = ["StatKey", "VaultScans"]
@@ -25,6 +29,7 @@ __all__ = ["StatKey", "VaultScans"]
 log = logging.getLogger(__name__)
 
 StatKey = tuple[int, int, int]
+CHUNK_FILES = 64  # files applied per engine-lock hold while scanning: queries stay responsive
 
 
 class VaultScans:
@@ -39,10 +44,67 @@ class VaultScans:
     _stats: dict[str, StatKey]
     _last_rescan: float
     scan_files: int | None
+    feed: ChangeFeed
+    _stop_requested: bool
+    _writes_waiting: int
+    _writes_done: threading.Condition
+
+    def _applied(self, rel: str) -> int:
+        """Apply a file the write path just wrote (on the caller's thread: the engine's
+        ``apply_lock`` orders it with the writer thread); the generation that holds it."""
+        with self._writes_done:
+            self._writes_waiting += 1  # a scan lets it in after its batch or chunk in hand
+        try:
+            stats = self.feed.apply([rel])
+        finally:
+            with self._writes_done:
+                self._writes_waiting -= 1
+                self._writes_done.notify_all()
+        if stats.changed or stats.removed:
+            self.engine.sync_vectors()
+        return self.engine.generation
 
     def _apply(self, paths: Iterable[str], *, external: bool = False) -> ApplyStats:
-        """Apply ``paths`` in chunks (``Daemon._apply``, which the daemon defines)."""
-        raise NotImplementedError
+        """Apply in chunks so readers get the lock between them; merge the stats.
+        ``external``: changes the watcher found, journaled (ADR-0016).
+
+        A cold scan is one apply: its postings are laid out once, and a helper process may
+        take a share of the files (ADR-0019). It ends after its batch in hand when a stop is
+        asked or a write is waiting; the files it has not reached are then applied in chunks
+        (so a write waits for one batch at most). Queries go on between its batches."""
+        total = ApplyStats()
+        todo = list(dict.fromkeys(paths))
+        while todo and not self._stop_requested:  # a stop: the next start rescans the rest
+            self._let_writes_in()
+            cold = self.engine.is_cold
+            chunk = todo if cold else todo[:CHUNK_FILES]
+            stop = self._give_way if cold else self._stopping
+            stats = self.feed.apply(chunk, external=external, stop=stop)
+            total.changed += stats.changed
+            total.removed += stats.removed
+            total.unchanged += stats.unchanged
+            total.skipped += stats.skipped
+            if stats.stopped:  # the files it reached are recorded: not cold any more
+                done = {*stats.changed, *stats.removed, *stats.skipped}
+                todo = [rel for rel in todo if rel not in done]
+            else:
+                todo = todo[len(chunk) :]
+        if total.changed or total.removed:
+            self.engine.sync_vectors()  # background; only hashes missing from the cache cost
+        return total
+
+    def _stopping(self) -> bool:
+        return self._stop_requested
+
+    def _let_writes_in(self) -> None:
+        """Wait for the writes waiting for ``apply_lock`` to be applied: a lock released and
+        taken again at once by this thread would not let them in."""
+        with self._writes_done:
+            self._writes_done.wait_for(lambda: not self._writes_waiting or self._stop_requested)
+
+    def _give_way(self) -> bool:
+        """End a scan in bulk after its batch in hand: stopping, or a write is waiting."""
+        return self._stop_requested or self._writes_waiting > 0
 
     def _initial_scan(self) -> None:
         """Start from the index snapshot when there is a usable one and re-read only the

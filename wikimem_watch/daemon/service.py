@@ -20,13 +20,13 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from ..config import Config, cache_dir_problem
-from ..core.engine import ApplyStats, Engine
+from ..core.engine import Engine
 from ..core.plan import plan_scan
 from ..errors import ConfigError
 from .journal import Journal
@@ -62,7 +62,6 @@ WRITER_JOIN_S = 3.0  # how long a stop waits for the file in hand before leaving
 # A snapshot being written at a stop is bounded work (~0.6 s per 100k entries, more on a busy
 # machine) and saves the next start a cold scan: a stop waits this much longer for it.
 SNAPSHOT_JOIN_S = 60.0
-CHUNK_FILES = 64  # files applied per engine-lock hold while scanning: queries stay responsive
 SAFETY_RESCAN_S = 300.0
 SNAPSHOT_IDLE_S = 5.0  # the index snapshot is saved after this long without changes
 
@@ -369,63 +368,6 @@ class Daemon(VaultScans, DaemonReports):
             job.result = {"error": str(exc)}
         finally:
             job.done.set()
-
-    def _applied(self, rel: str) -> int:
-        """Apply a file the write path just wrote (on the caller's thread: the engine's
-        ``apply_lock`` orders it with the writer thread); the generation that holds it."""
-        with self._writes_done:
-            self._writes_waiting += 1  # a scan lets it in after its batch or chunk in hand
-        try:
-            stats = self.feed.apply([rel])
-        finally:
-            with self._writes_done:
-                self._writes_waiting -= 1
-                self._writes_done.notify_all()
-        if stats.changed or stats.removed:
-            self.engine.sync_vectors()
-        return self.engine.generation
-
-    def _apply(self, paths: Iterable[str], *, external: bool = False) -> ApplyStats:
-        """Apply in chunks so readers get the lock between them; merge the stats.
-        ``external``: changes the watcher found, journaled (ADR-0016).
-
-        A cold scan is one apply: its postings are laid out once, and a helper process may
-        take a share of the files (ADR-0019). It ends after its batch in hand when a stop is
-        asked or a write is waiting; the files it has not reached are then applied in chunks
-        (so a write waits for one batch at most). Queries go on between its batches."""
-        total = ApplyStats()
-        todo = list(dict.fromkeys(paths))
-        while todo and not self._stop_requested:  # a stop: the next start rescans the rest
-            self._let_writes_in()
-            cold = self.engine.is_cold
-            chunk = todo if cold else todo[:CHUNK_FILES]
-            stop = self._give_way if cold else self._stopping
-            stats = self.feed.apply(chunk, external=external, stop=stop)
-            total.changed += stats.changed
-            total.removed += stats.removed
-            total.unchanged += stats.unchanged
-            total.skipped += stats.skipped
-            if stats.stopped:  # the files it reached are recorded: not cold any more
-                done = {*stats.changed, *stats.removed, *stats.skipped}
-                todo = [rel for rel in todo if rel not in done]
-            else:
-                todo = todo[len(chunk) :]
-        if total.changed or total.removed:
-            self.engine.sync_vectors()  # background; only hashes missing from the cache cost
-        return total
-
-    def _stopping(self) -> bool:
-        return self._stop_requested
-
-    def _let_writes_in(self) -> None:
-        """Wait for the writes waiting for ``apply_lock`` to be applied: a lock released and
-        taken again at once by this thread would not let them in."""
-        with self._writes_done:
-            self._writes_done.wait_for(lambda: not self._writes_waiting or self._stop_requested)
-
-    def _give_way(self) -> bool:
-        """End a scan in bulk after its batch in hand: stopping, or a write is waiting."""
-        return self._stop_requested or self._writes_waiting > 0
 
     def _record_embedder(self) -> threading.Thread | None:
         """Record the embedder for in-process runs on this host on a thread of its own: an
