@@ -1,23 +1,30 @@
-"""How long a start from the index snapshot takes, as a user meets it: a fresh process each.
+"""How long a start takes, as a user meets it: a fresh process each.
 
-    python bench/start.py --sizes 10000,100000 --runs 7
+    python bench/start.py --sizes 10000,100000 --runs 7            # from the index snapshot
+    python bench/start.py --cold --sizes 10000,100000 --runs 3     # first starts
+    python bench/start.py --cold --tree ../old-checkout ...        # another checkout's code
+    python bench/start.py --cold --vault /tmp/store/bench/vault-1000000-s0 --runs 1 --kinds line
 
-Per size, after one cold run that writes the snapshot (and a byte-compile of the package, as
-an installed package is compiled: a stale ``.pyc`` costs its module's compile at every start):
+Per vault, after one run that writes the snapshot (and a byte-compile of the package, as an
+installed package is compiled: a stale ``.pyc`` costs its module's compile at every start):
 
-- ``daemon``: ``wikimem-watch serve VAULT`` spawned, until it prints its "ready" line
-  (the index is loaded and the socket answers); then it is stopped.
-- ``daemon polled``: the same, until a ``status`` call on its socket says ``ready`` (a client
+- ``line``: ``wikimem-watch serve VAULT`` spawned, until it prints its "ready" line (the
+  index is loaded and the socket answers); then it is stopped. Its peak RSS at that moment
+  (``VmHWM``) is reported beside it.
+- ``polled``: the same, until a ``status`` call on its socket says ``ready`` (a client
   polling every 5 ms, as ``bench/live.py`` does; the calls share the daemon's CPU).
-- ``one-shot``: ``wikimem-watch query --vault VAULT --in-process --json "coffee meeting"``,
+- ``oneshot``: ``wikimem-watch query --vault VAULT --in-process --json "coffee meeting"``,
   start to exit.
 
 With ``--cold`` every start is a first start: a new, empty cache directory and snapshot
 directory each time, so the daemon and the one-shot scan the whole vault (ADR-0019).
+``--one-cpu`` runs every process under ``taskset -c 0`` (so no scan helper can help), and
+``--tree`` runs the package of another checkout, for a before/after on the same vaults.
 
-Medians of ``--runs``; the interpreter alone and ``import numpy`` are timed beside them, the
-floor under all three. Vaults come from ``bench/gen_vault.py`` via ``bench/index.py``'s
-cache. Nothing here asserts a time.
+Medians of ``--runs``, the kinds alternated run by run; the interpreter alone and ``import
+numpy`` are timed beside them, the floor under all three. Vaults come from
+``bench/gen_vault.py`` via ``bench/index.py``'s cache, or ``--vault``. Nothing here asserts a
+time.
 """
 
 from __future__ import annotations
@@ -35,72 +42,100 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+KINDS = ("line", "polled", "oneshot")
+# ``python -m`` imports from its working directory first: run from elsewhere, so ``--tree``
+# decides which package runs.
+NEUTRAL = tempfile.gettempdir()
 
 
-COLD = False  # --cold: every start with empty caches
+@dataclass(frozen=True)
+class Starts:
+    """How every process is started: which package, with which caches, on which CPUs."""
+
+    tree: Path
+    cold: bool
+    one_cpu: bool
+
+    def command(self, *args: str) -> list[str]:
+        pinned = ["taskset", "-c", "0"] if self.one_cpu else []
+        return [*pinned, sys.executable, "-m", "wikimem_watch", *args]
+
+    @contextlib.contextmanager
+    def caches(self) -> Iterator[tuple[list[str], dict[str, str]]]:
+        """Flags and environment of one start: when cold, a new cache and snapshot dir."""
+        env = {**os.environ, "PYTHONPATH": str(self.tree)}
+        if not self.cold:
+            yield [], env
+            return
+        with tempfile.TemporaryDirectory(prefix="wmw-cold-") as tmp:
+            yield ["--cache-dir", f"{tmp}/cache"], {**env, "XDG_CACHE_HOME": f"{tmp}/xdg"}
 
 
-@contextlib.contextmanager
-def caches() -> Iterator[tuple[list[str], dict[str, str]]]:
-    """Flags and environment of one start: with ``COLD``, a new cache and snapshot dir."""
-    if not COLD:
-        yield [], ENV
-        return
-    with tempfile.TemporaryDirectory(prefix="wmw-cold-") as tmp:
-        yield ["--cache-dir", f"{tmp}/cache"], {**ENV, "XDG_CACHE_HOME": f"{tmp}/xdg"}
-
-
-def daemon_s(vault: Path, *, polled: bool) -> float:
-    with caches() as (flags, env):
-        return _daemon_s(vault, polled, flags, env)
-
-
-def _daemon_s(vault: Path, polled: bool, flags: list[str], env: dict[str, str]) -> float:
+def daemon(starts: Starts, vault: Path, *, polled: bool) -> tuple[float, float]:
+    """Seconds from spawn to ready, and the daemon's peak RSS (MB) then."""
     sock = Path(tempfile.gettempdir()) / f"wmw-start-{os.getpid()}.sock"
-    cmd = [sys.executable, "-m", "wikimem_watch", "serve", str(vault), "--socket", str(sock)]
-    began = time.perf_counter()
-    proc = subprocess.Popen(
-        [*cmd, *flags], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-    )
-    try:
-        if not polled:
-            assert proc.stdout is not None
-            if "ready" not in proc.stdout.readline():
-                raise RuntimeError("the daemon did not say it was ready")
-            return time.perf_counter() - began
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"daemon exited {proc.returncode}")
-            try:
-                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-                    conn.connect(str(sock))
-                    conn.sendall(b'{"jsonrpc": "2.0", "id": 1, "method": "status"}\n')
-                    reply = json.loads(conn.makefile("rb").readline())
-                if reply["result"]["state"] == "ready":
-                    return time.perf_counter() - began
-            except OSError:
-                pass
-            time.sleep(0.005)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(60)
-
-
-def wall_s(cmd: list[str], cold: bool = False) -> float:
-    with caches() if cold else contextlib.nullcontext(([], ENV)) as (flags, env):
+    with starts.caches() as (flags, env):
+        cmd = starts.command("serve", str(vault), "--socket", str(sock), *flags)
         began = time.perf_counter()
-        subprocess.run(
-            [*cmd, *flags],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=NEUTRAL
         )
-        return time.perf_counter() - began
+        try:
+            _wait_ready(proc, sock, polled)
+            took = time.perf_counter() - began
+            return took, _peak_mb(proc.pid)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(300)
+
+
+def _wait_ready(proc: subprocess.Popen[str], sock: Path, polled: bool) -> None:
+    if not polled:
+        assert proc.stdout is not None
+        if "ready" not in proc.stdout.readline():
+            raise RuntimeError("the daemon did not say it was ready")
+        return
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"daemon exited {proc.returncode}")
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.connect(str(sock))
+                conn.sendall(b'{"jsonrpc": "2.0", "id": 1, "method": "status"}\n')
+                reply = json.loads(conn.makefile("rb").readline())
+            if reply["result"]["state"] == "ready":
+                return
+        except OSError:
+            pass
+        time.sleep(0.005)
+
+
+def _peak_mb(pid: int) -> float:
+    """``VmHWM`` of a running process (Linux), in MB; NaN elsewhere. Under ``taskset`` the
+    pid is the daemon's own: taskset execs it."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return float("nan")
+    return next((int(x.split()[1]) / 1024 for x in lines if x.startswith("VmHWM")), float("nan"))
+
+
+def oneshot(starts: Starts, vault: Path) -> float:
+    with starts.caches() as (flags, env):
+        cmd = starts.command("query", "--vault", str(vault), "--in-process", "--json")
+        return wall_s([*cmd, *flags, "coffee meeting"], env)
+
+
+def wall_s(cmd: list[str], env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    subprocess.run(
+        cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=NEUTRAL
+    )
+    return time.perf_counter() - began
 
 
 def main() -> int:
@@ -108,40 +143,51 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--sizes", default="10000")
+    ap.add_argument("--vault", type=Path, action="append", help="a vault (instead of --sizes)")
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--kinds", default=",".join(KINDS), help="of line, polled, oneshot")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "wikimem-bench")
     ap.add_argument("--cold", action="store_true", help="every start with empty caches")
+    ap.add_argument("--one-cpu", action="store_true", help="every process on CPU 0 only")
+    ap.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose package runs")
     args = ap.parse_args()
-    global COLD
-    COLD = args.cold
+    kinds = [k for k in args.kinds.split(",") if k]
+    if not set(kinds) <= set(KINDS):
+        ap.error(f"--kinds: expected some of {','.join(KINDS)}, got {args.kinds!r}")
+    starts = Starts(args.tree.resolve(), args.cold, args.one_cpu)
     sys.path.insert(0, str(ROOT))
     from bench.index import vault_for
 
-    compileall.compile_dir(ROOT / "wikimem_watch", quiet=1)
+    compileall.compile_dir(starts.tree / "wikimem_watch", quiet=1)
+    env = {**os.environ, "PYTHONPATH": str(starts.tree)}
     python = [sys.executable, "-c"]
     floor = {
-        "python": statistics.median(wall_s([*python, "pass"]) for _ in range(args.runs)),
+        "python": statistics.median(wall_s([*python, "pass"], env) for _ in range(args.runs)),
         "import numpy": statistics.median(
-            wall_s([*python, "import numpy"]) for _ in range(args.runs)
+            wall_s([*python, "import numpy"], env) for _ in range(args.runs)
         ),
     }
-    print(" · ".join(f"{name} {s:.3f} s" for name, s in floor.items()))
-    print("| entries | daemon (ready line) | daemon (polled status) | one-shot |")
-    print("|---:|---:|---:|---:|")
-    for size in (int(s) for s in args.sizes.split(",")):
-        vault = vault_for(size, 0, args.workdir)
-        oneshot = [sys.executable, "-m", "wikimem_watch", "query", "--vault", str(vault)]
-        oneshot += ["--in-process", "--json", "coffee meeting"]
-        if not COLD:
-            wall_s(oneshot)  # the snapshot, when there is none yet
-        runs: dict[str, list[float]] = {"line": [], "polled": [], "oneshot": []}
-        for _ in range(args.runs):  # alternated, so all three meet the same load
-            runs["line"].append(daemon_s(vault, polled=False))
-            runs["polled"].append(daemon_s(vault, polled=True))
-            runs["oneshot"].append(wall_s(oneshot, cold=True))
-        med = {k: statistics.median(v) for k, v in runs.items()}
+    print(f"{starts}; " + " · ".join(f"{name} {s:.3f} s" for name, s in floor.items()))
+    print("| vault | daemon (ready line) | its peak RSS | daemon (polled status) | one-shot |")
+    print("|---|---:|---:|---:|---:|")
+    vaults = args.vault or [vault_for(int(s), 0, args.workdir) for s in args.sizes.split(",")]
+    for vault in vaults:
+        if not starts.cold:
+            oneshot(starts, vault)  # the snapshot, when there is none yet
+        runs: dict[str, list[float]] = {"line": [], "peak": [], "polled": [], "oneshot": []}
+        for _ in range(args.runs):  # alternated, so all kinds meet the same load
+            if "line" in kinds:
+                took, peak = daemon(starts, vault, polled=False)
+                runs["line"].append(took)
+                runs["peak"].append(peak)
+            if "polled" in kinds:
+                runs["polled"].append(daemon(starts, vault, polled=True)[0])
+            if "oneshot" in kinds:
+                runs["oneshot"].append(oneshot(starts, vault))
+        med = {k: statistics.median(v) if v else float("nan") for k, v in runs.items()}
         print(
-            f"| {size:,} | {med['line']:.3f} s | {med['polled']:.3f} s | {med['oneshot']:.3f} s |"
+            f"| {vault.name} | {med['line']:.3f} s | {med['peak']:.1f} MB | "
+            f"{med['polled']:.3f} s | {med['oneshot']:.3f} s |"
         )
     return 0
 
