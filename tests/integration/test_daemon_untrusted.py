@@ -3,11 +3,12 @@ cache dir, and a stop that a stuck writer cannot block (ADR-0011)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,21 @@ from wikimem_watch.daemon.service import Daemon
 from wikimem_watch.daemon.watcher import ChangeSet
 
 pytestmark = pytest.mark.timeout(60)
+
+
+@contextlib.contextmanager
+def running(daemon: Daemon, *released: threading.Event) -> Iterator[None]:
+    """``daemon.run()`` on a thread for the block; then stopped and joined (``released`` set
+    first), also when an assertion in the block failed: no thread is left behind."""
+    runner = threading.Thread(target=daemon.run)
+    runner.start()
+    try:
+        yield
+    finally:
+        daemon.request_stop()
+        for event in released:
+            event.set()
+        runner.join(10)
 
 
 def hit_paths(daemon: DaemonProc, q: str) -> set[str]:
@@ -135,9 +151,7 @@ def test_status_during_the_first_scan_says_how_many_files_it_reads(
         return real_apply(paths, stop)  # type: ignore[arg-type]
 
     monkeypatch.setattr(daemon.engine, "apply", slow_apply)
-    runner = threading.Thread(target=daemon.run)
-    runner.start()
-    try:
+    with running(daemon, release):
         assert reading.wait(10)
         during = daemon.status()
         assert during["state"] == "scanning"
@@ -145,10 +159,6 @@ def test_status_during_the_first_scan_says_how_many_files_it_reads(
         release.set()
         eventually(lambda: daemon.status()["state"] == "ready", "ready after the scan")
         assert daemon.status()["scan_files"] is None
-    finally:
-        daemon.request_stop()
-        release.set()
-        runner.join(10)
 
 
 def test_a_write_during_the_first_scan_waits_for_one_batch_not_the_whole_scan(
@@ -179,9 +189,7 @@ def test_a_write_during_the_first_scan_waits_for_one_batch_not_the_whole_scan(
     monkeypatch.setattr(FilePreparer, "__call__", slow)
     config = load_config(vault, {"snapshot_dir": str(tmp_path / "snap")})
     daemon = Daemon(config, socket_path=short_socket_path(), force_polling=True)
-    runner = threading.Thread(target=daemon.run)
-    runner.start()
-    try:
+    with running(daemon):
         assert prepared.wait(10)
         daemon.writer.append_diary("a quince tart", date="2026-05-01", time="09:30")
         assert daemon.state == "scanning", "the write waited for the whole scan"
@@ -192,9 +200,6 @@ def test_a_write_during_the_first_scan_waits_for_one_batch_not_the_whole_scan(
         fresh.scan()
         assert daemon.engine.digest() == fresh.digest()
         assert len(daemon.engine.entries) == len(fresh.entries) == 1121
-    finally:
-        daemon.request_stop()
-        runner.join(10)
 
 
 def test_a_stop_waits_for_a_snapshot_being_written(
