@@ -256,9 +256,10 @@ class Engine(EngineReads, EngineVectors):
         prepared = self.preparer(rel, real_root, self.files.get(rel))
         if not prepared.same:
             return prepared
-        old, stat = self.files[rel], prepared.record.stat if prepared.record else None
-        if old.stat != stat:
-            old.stat = stat  # same text, newer stat: a later snapshot load trusts it
+        old, new = self.files[rel], prepared.record
+        assert new is not None  # ``same`` carries the stat of the read
+        if old.stat != new.stat:
+            old.stat = new.stat  # same text, newer stat: a later snapshot load trusts it
             self.stat_refreshes += 1
         return None
 
