@@ -14,7 +14,7 @@ installed package is compiled: a stale ``.pyc`` costs its module's compile at ev
 - ``polled``: the same, until a ``status`` call on its socket says ``ready`` (a client
   polling every 5 ms, as ``bench/live.py`` does; the calls share the daemon's CPU).
 - ``oneshot``: ``wikimem-watch query --vault VAULT --in-process --json "coffee meeting"``,
-  start to exit.
+  start to exit, and its peak RSS (a forked scan helper's is its own, not counted).
 
 With ``--cold`` every start is a first start: a new, empty cache directory and snapshot
 directory each time, so the daemon and the one-shot scan the whole vault (ADR-0019).
@@ -124,18 +124,25 @@ def _peak_mb(pid: int) -> float:
     return next((int(x.split()[1]) / 1024 for x in lines if x.startswith("VmHWM")), float("nan"))
 
 
-def oneshot(starts: Starts, vault: Path) -> float:
+def oneshot(starts: Starts, vault: Path) -> tuple[float, float]:
+    """Seconds from start to exit of a one-shot query, and its peak RSS (MB)."""
     with starts.caches() as (flags, env):
         cmd = starts.command("query", "--vault", str(vault), "--in-process", "--json")
-        return wall_s([*cmd, *flags, "coffee meeting"], env)
+        return run([*cmd, *flags, "coffee meeting"], env)
 
 
-def wall_s(cmd: list[str], env: dict[str, str]) -> float:
+def run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Seconds from start to exit of ``cmd``, and its own peak RSS in MB (``wait4``)."""
     began = time.perf_counter()
-    subprocess.run(
-        cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=NEUTRAL
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=NEUTRAL
     )
-    return time.perf_counter() - began
+    _, status, usage = os.wait4(proc.pid, 0)
+    took = time.perf_counter() - began
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return took, usage.ru_maxrss / 1024  # KiB on Linux
 
 
 def main() -> int:
@@ -162,19 +169,23 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": str(starts.tree)}
     python = [sys.executable, "-c"]
     floor = {
-        "python": statistics.median(wall_s([*python, "pass"], env) for _ in range(args.runs)),
+        "python": statistics.median(run([*python, "pass"], env)[0] for _ in range(args.runs)),
         "import numpy": statistics.median(
-            wall_s([*python, "import numpy"], env) for _ in range(args.runs)
+            run([*python, "import numpy"], env)[0] for _ in range(args.runs)
         ),
     }
     print(f"{starts}; " + " · ".join(f"{name} {s:.3f} s" for name, s in floor.items()))
-    print("| vault | daemon (ready line) | its peak RSS | daemon (polled status) | one-shot |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| vault | daemon (ready line) | its peak RSS | daemon (polled status) | one-shot "
+        "| its peak RSS |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
     vaults = args.vault or [vault_for(int(s), 0, args.workdir) for s in args.sizes.split(",")]
     for vault in vaults:
         if not starts.cold:
             oneshot(starts, vault)  # the snapshot, when there is none yet
-        runs: dict[str, list[float]] = {"line": [], "peak": [], "polled": [], "oneshot": []}
+        runs: dict[str, list[float]] = {k: [] for k in ("line", "peak", "polled", "oneshot")}
+        runs["oneshot_peak"] = []
         for _ in range(args.runs):  # alternated, so all kinds meet the same load
             if "line" in kinds:
                 took, peak = daemon(starts, vault, polled=False)
@@ -183,11 +194,13 @@ def main() -> int:
             if "polled" in kinds:
                 runs["polled"].append(daemon(starts, vault, polled=True)[0])
             if "oneshot" in kinds:
-                runs["oneshot"].append(oneshot(starts, vault))
+                took, peak = oneshot(starts, vault)
+                runs["oneshot"].append(took)
+                runs["oneshot_peak"].append(peak)
         med = {k: statistics.median(v) if v else float("nan") for k, v in runs.items()}
         print(
             f"| {vault.name} | {med['line']:.3f} s | {med['peak']:.1f} MB | "
-            f"{med['polled']:.3f} s | {med['oneshot']:.3f} s |"
+            f"{med['polled']:.3f} s | {med['oneshot']:.3f} s | {med['oneshot_peak']:.1f} MB |"
         )
     return 0
 
