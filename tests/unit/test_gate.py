@@ -360,3 +360,36 @@ def test_information_only_reorders_the_best_candidates(tmp_path: Path) -> None:
     # Said once among words of their own, 12 and 17 pass entries that only repeat "tea".
     assert days_of(10)[3:5] == ["12", "17"]
     assert days_of(10, 0)[3:5] == ["01", "04"]
+
+
+RUNNING = {
+    # A long section about a friend names the race in passing; a short one is about it.
+    "wiki/people.md": "# People\n\n## Zhou\nMy closest friend since university. Lives near the "
+    "park with his girlfriend, who draws for a design studio. We ran the river half marathon "
+    "together; he waited for me at 19 km. Loves hotpot, tests my pantry app, came on the "
+    "autumn trip to the lake, and wants a full marathon in spring.\n",
+    "wiki/health.md": "# Health\n\n## Running\nHalf marathon personal best 1:58, the first "
+    "time under two hours; easy runs while the half marathon legs recover.\n",
+}
+
+
+def test_an_item_that_names_the_topic_in_passing_stays_behind_the_item_about_it(
+    tmp_path: Path,
+) -> None:
+    engine = engine_for(tmp_path, RUNNING)
+    got = hits(ask(engine, q="half marathon", expand_links=False, explain=True))
+    assert [h["id"] for h in got] == ["wiki/health.md#Running", "wiki/people.md#Zhou"]
+    # Between items the term is one value for all, so BM25 alone decides.
+    assert got[0]["explain"]["information"] == got[1]["explain"]["information"] > 0.0
+    plain = hits(ask(engine, q="half marathon", expand_links=False, weights={"information": 0}))
+    assert [h["id"] for h in plain] == [h["id"] for h in got]
+
+
+def test_an_item_meets_the_turns_as_their_median(tmp_path: Path) -> None:
+    files = {**FILMS, "wiki/cinema.md": "# Cinema\n\n## Films\nA film club meets on Fridays.\n"}
+    engine = engine_for(tmp_path, files)
+    got = hits(ask(engine, q="film", expand_links=False, explain=True, weights={"recency": 0}))
+    info = {h["id"]: h["explain"]["information"] for h in got}
+    turns = sorted(v for k, v in info.items() if k.startswith("diary/"))
+    assert len(turns) == 3 and turns[-1] == 1.0
+    assert info["wiki/cinema.md#Films"] == turns[1]  # the middle of three

@@ -203,19 +203,26 @@ def _gate_first(engine: Engine, slots: I64, fused: F64, inside: B1, k: int) -> I
 
 
 def _information(engine: Engine, slots: I64, fused: F64, inside: B1, pool: int) -> F64:
-    """How much each of the best ``pool`` candidates inside the window and outside it says,
-    scaled by the most informative of them; 0 for the rest (ADR-0009 §11).
+    """How much each diary entry among the best ``pool`` candidates inside the window and
+    outside it says, scaled by the most informative of them; the median of those for a wiki
+    or note item among them; 0 for the rest (ADR-0009 §11).
 
-    Among entries that match a question about as well, the one that says more is the answer
-    more often than the one that announces or echoes it ("I have a problem" / "sounds good,
-    thanks"). Like the vector pool, the signal only reorders the best candidates: it never
-    lowers a score, so the rest stay behind them, and a fixed pool makes the hits for any
-    ``k`` up to it prefixes of one another. Reading an entry's terms costs ~30 µs.
+    Among turns of a conversation that match a question about as well, the one that says
+    more is the answer more often than the one that announces or echoes it ("I have a
+    problem" / "sounds good, thanks"). An item is not a turn: between items BM25 (and its
+    length normalisation) decides, so a long section that names the topic in passing stays
+    behind the section about it, and an item meets the turns as a typical turn would. Like
+    the vector pool, the signal only reorders the best candidates: it never lowers a score,
+    so the rest stay behind them, and a fixed pool makes the hits for any ``k`` up to it
+    prefixes of one another. Reading an entry's terms costs ~30 µs.
     """
     info = np.zeros(slots.size)
     groups = (np.flatnonzero(inside), np.flatnonzero(~inside))
     best = np.concatenate([g[best_first(fused[g], pool)] for g in groups])
-    info[best] = normalise_max(engine.information(slots[best].tolist()))
+    is_item = engine.slot_arrays()[1][slots[best]]
+    turns, items = best[~is_item], best[is_item]
+    info[turns] = normalise_max(engine.information(slots[turns].tolist()))
+    info[items] = float(np.median(info[turns])) if turns.size else 1.0
     return info
 
 
