@@ -10,7 +10,9 @@ installed package is compiled: a stale ``.pyc`` costs its module's compile at ev
 
 - ``line``: ``wikimem-watch serve VAULT`` spawned, until it prints its "ready" line (the
   index is loaded and the socket answers); then it is stopped. Its peak RSS at that moment
-  (``VmHWM``) is reported beside it.
+  (``VmHWM``) is reported beside it and, on a first start (``--cold``), its peak RSS once
+  it has written its first index snapshot (a few seconds after ready, when its writer has
+  been idle; ``status`` says when).
 - ``polled``: the same, until a ``status`` call on its socket says ``ready`` (a client
   polling every 5 ms, as ``bench/live.py`` does; the calls share the daemon's CPU).
 - ``oneshot``: ``wikimem-watch query --vault VAULT --in-process --json "coffee meeting"``,
@@ -44,6 +46,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("line", "polled", "oneshot")
@@ -75,8 +78,9 @@ class Starts:
             yield ["--cache-dir", f"{tmp}/cache"], {**env, "XDG_CACHE_HOME": f"{tmp}/xdg"}
 
 
-def daemon(starts: Starts, vault: Path, *, polled: bool) -> tuple[float, float]:
-    """Seconds from spawn to ready, and the daemon's peak RSS (MB) then."""
+def daemon(starts: Starts, vault: Path, *, polled: bool) -> tuple[float, float, float]:
+    """Seconds from spawn to ready, the daemon's peak RSS (MB) then and, on a first start
+    (``--cold``), its peak RSS once it has written its first index snapshot (NaN else)."""
     sock = Path(tempfile.gettempdir()) / f"wmw-start-{os.getpid()}.sock"
     with starts.caches() as (flags, env):
         cmd = starts.command("serve", str(vault), "--socket", str(sock), *flags)
@@ -87,7 +91,12 @@ def daemon(starts: Starts, vault: Path, *, polled: bool) -> tuple[float, float]:
         try:
             _wait_ready(proc, sock, polled)
             took = time.perf_counter() - began
-            return took, _peak_mb(proc.pid)
+            ready_peak = _peak_mb(proc.pid)
+            saved_peak = float("nan")
+            if starts.cold and not polled:  # written once the writer has been idle a while
+                _wait_saved(proc, sock)
+                saved_peak = _peak_mb(proc.pid)
+            return took, ready_peak, saved_peak
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(300)
@@ -103,15 +112,31 @@ def _wait_ready(proc: subprocess.Popen[str], sock: Path, polled: bool) -> None:
         if proc.poll() is not None:
             raise RuntimeError(f"daemon exited {proc.returncode}")
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-                conn.connect(str(sock))
-                conn.sendall(b'{"jsonrpc": "2.0", "id": 1, "method": "status"}\n')
-                reply = json.loads(conn.makefile("rb").readline())
-            if reply["result"]["state"] == "ready":
+            if _status(sock)["state"] == "ready":
                 return
         except OSError:
             pass
         time.sleep(0.005)
+
+
+def _status(sock: Path) -> dict[str, Any]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(str(sock))
+        conn.sendall(b'{"jsonrpc": "2.0", "id": 1, "method": "status"}\n')
+        reply: dict[str, Any] = json.loads(conn.makefile("rb").readline())["result"]
+        return reply
+
+
+def _wait_saved(proc: subprocess.Popen[str], sock: Path, timeout_s: float = 300.0) -> None:
+    """Until ``status`` says the index snapshot was written (polled every 0.1 s)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"daemon exited {proc.returncode}")
+        if _status(sock)["snapshot"]["saved_at"] is not None:
+            return
+        time.sleep(0.1)
+    raise RuntimeError("the daemon wrote no index snapshot")
 
 
 def _peak_mb(pid: int) -> float:
@@ -176,21 +201,22 @@ def main() -> int:
     }
     print(f"{starts}; " + " · ".join(f"{name} {s:.3f} s" for name, s in floor.items()))
     print(
-        "| vault | daemon (ready line) | its peak RSS | daemon (polled status) | one-shot "
-        "| its peak RSS |"
+        "| vault | daemon (ready line) | its peak RSS | after its first snapshot "
+        "| daemon (polled status) | one-shot | its peak RSS |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     vaults = args.vault or [vault_for(int(s), 0, args.workdir) for s in args.sizes.split(",")]
     for vault in vaults:
         if not starts.cold:
             oneshot(starts, vault)  # the snapshot, when there is none yet
-        runs: dict[str, list[float]] = {k: [] for k in ("line", "peak", "polled", "oneshot")}
-        runs["oneshot_peak"] = []
+        names = ("line", "peak", "saved_peak", "polled", "oneshot", "oneshot_peak")
+        runs: dict[str, list[float]] = {k: [] for k in names}
         for _ in range(args.runs):  # alternated, so all kinds meet the same load
             if "line" in kinds:
-                took, peak = daemon(starts, vault, polled=False)
+                took, peak, saved_peak = daemon(starts, vault, polled=False)
                 runs["line"].append(took)
                 runs["peak"].append(peak)
+                runs["saved_peak"].append(saved_peak)
             if "polled" in kinds:
                 runs["polled"].append(daemon(starts, vault, polled=True)[0])
             if "oneshot" in kinds:
@@ -200,7 +226,8 @@ def main() -> int:
         med = {k: statistics.median(v) if v else float("nan") for k, v in runs.items()}
         print(
             f"| {vault.name} | {med['line']:.3f} s | {med['peak']:.1f} MB | "
-            f"{med['polled']:.3f} s | {med['oneshot']:.3f} s | {med['oneshot_peak']:.1f} MB |"
+            f"{med['saved_peak']:.1f} MB | {med['polled']:.3f} s | {med['oneshot']:.3f} s "
+            f"| {med['oneshot_peak']:.1f} MB |"
         )
     return 0
 

@@ -229,3 +229,42 @@ def test_information_sums_the_idf_of_distinct_known_terms() -> None:
     index.remove(2, ["tea", "jam"])  # statistics follow the edit: jam is gone, tea rarer
     docs.pop(2)
     assert index.information(["tea", "jam"]) == pytest.approx(idf("tea"))
+
+
+def test_posting_blocks_hold_every_term_s_postings_whatever_its_buffers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A bulk build (every term in the base), then edits: terms copied out of the base, new
+    # terms in buffers of their own, rare ones packed back at the base's end, one dropped.
+    from wikimem_watch.core import bm25
+
+    monkeypatch.setattr(bm25, "PACK_TERMS", 4)
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(60)]
+    index = Bm25Index()
+    index.start_bulk()
+    index.add_many([list(rng.choice(words, size=8)) for _ in range(40)])
+    keyed = Keyed(index)
+    for n in range(30):
+        keyed.upsert(f"new{n}", [*rng.choice(words, size=5), f"fresh{n % 9}"])
+    keyed.upsert("gone", ["lonely"])
+    keyed.remove("gone")
+    index.flush(force=True)
+    assert index.forgotten == 1 and any(s is not None for s in index._post_slot)
+    assert any(s is None for s in index._post_slot)
+    want = [(index._terms[t], *index.postings(t)) for t in range(len(index._terms))]
+    for size in (1, 7, 50, 10**6):
+        blocks = list(index.posting_blocks(size))
+        assert blocks and (size < 10**6 or len(blocks) == 1)
+        names = [t for b in blocks for t in b[0]]
+        assert names == [w[0] for w in want]
+        per_term = np.concatenate([b[1] for b in blocks])
+        assert per_term.tolist() == [w[1].size for w in want]
+        assert np.concatenate([b[2] for b in blocks]).tolist() == [
+            s for w in want for s in w[1].tolist()
+        ]
+        assert np.concatenate([b[3] for b in blocks]).tolist() == [
+            f for w in want for f in w[2].tolist()
+        ]
+        # Whole terms, a block ending with the term that reaches ``size`` postings.
+        assert all(b[2].size - int(b[1][-1]) < size for b in blocks)

@@ -139,3 +139,22 @@ def test_a_string_columns_values_are_read_in_one_piece_or_row_by_row() -> None:
     assert ascii_col.values(3) == ["ab", None, "cde"]
     mixed = StrColumn.packed("a火b".encode(), np.array([1, 3, 1], dtype=np.int32))
     assert mixed.values(3) == ["a", "火", "b"]
+
+
+def test_a_string_column_streams_what_it_gathers_in_bounded_pieces() -> None:
+    # A loaded base, then rows written to the tail, one rewritten: runs cross the two.
+    col = StrColumn.packed("ab火cd".encode(), np.array([2, 3, 2], dtype=np.int32))
+    col.grow(6)
+    col.put([3, 4], ["efg", None])
+    col.put([5], ["hi火"])
+    col.put([1], ["jk"])
+    for rows in ([0, 1, 2, 3, 4, 5], [5, 3, 0, 2], [4], []):
+        order = np.array(rows, dtype=np.int64)
+        blob, sizes = col.gather(order)
+        for limit in (1, 2, 5, 1 << 20):
+            pieces = list(col.pieces(order, limit))
+            assert b"".join(pieces) == blob
+            assert all(0 < len(p) <= limit for p in pieces)
+        assert sizes.tolist() == col.size[order].tolist()
+    rows = np.array([0, 1, 2, 3, 5], dtype=np.int64)
+    assert col.gather(rows)[0] == "abjkcdefghi火".encode()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,6 +33,13 @@ class Bm25Queries:
     _alive: npt.NDArray[np.bool_]
     _dead: list[int]
     _unsorted: set[int]
+    _terms: list[str]
+    _post_slot: list[array[int] | None]
+    _post_tf: list[array[int] | None]
+    _base_at: I64
+    _base_len: I32
+    _base_slots: I32
+    _base_tfs: I32
 
     if TYPE_CHECKING:
 
@@ -124,3 +131,48 @@ class Bm25Queries:
     def matched_terms(self, slot: int, terms: Iterable[str]) -> list[str]:
         """Which of ``terms`` occur in the document at ``slot``, in query order."""
         return self.matched_terms_of([slot], terms)[0]
+
+    def posting_blocks(self, size: int) -> Iterator[tuple[list[str], I32, I32, I32]]:
+        """Every term's postings (dead slots, and the terms no live document holds, included:
+        a dropped term is ``""``), in term-id order, in blocks of whole terms of about
+        ``size`` postings: (terms, postings per term, slots, tfs).
+
+        What a writer streams the whole index with (the snapshot): the base arrays are read
+        with one vector gather per block, so no Python object is made per term, and a block's
+        arrays are all it holds at a time.
+        """
+        self._settled()
+        n = len(self._terms)
+        if not n:
+            return
+        own = [t for t in range(n) if self._post_slot[t] is not None]
+        lengths = np.zeros(n, dtype=np.int64)
+        based = min(n, self._base_len.size)
+        lengths[:based] = self._base_len[:based]
+        for t in own:
+            lengths[t] = len(self._post_slot[t] or ())
+        cuts = np.searchsorted(np.cumsum(lengths), np.arange(size, int(lengths.sum()), size))
+        bounds = [0, *sorted(set((cuts + 1).tolist()) - {0, n}), n]
+        own_at = np.searchsorted(np.asarray(own, dtype=np.int64), bounds).tolist()
+        for i in range(len(bounds) - 1):
+            t0, t1, o0, o1 = bounds[i], bounds[i + 1], own_at[i], own_at[i + 1]
+            per_term = lengths[t0:t1]
+            start = np.cumsum(per_term) - per_term  # each term's first posting in the block
+            slots = np.empty(int(per_term.sum()), dtype=np.int32)
+            tfs = np.empty_like(slots)
+            mine = np.asarray(own[o0:o1], dtype=np.int64)
+            from_base = np.ones(t1 - t0, dtype=bool)
+            from_base[mine - t0] = False
+            tids = np.flatnonzero(from_base) + t0
+            runs = lengths[tids]
+            within = np.arange(int(runs.sum()), dtype=np.int64) - np.repeat(
+                np.cumsum(runs) - runs, runs
+            )
+            src = np.repeat(self._base_at[tids], runs) + within
+            dst = np.repeat(start[tids - t0], runs) + within
+            slots[dst], tfs[dst] = self._base_slots[src], self._base_tfs[src]
+            for t in mine.tolist():
+                a, b = int(start[t - t0]), int(start[t - t0] + lengths[t])
+                slots[a:b] = np.frombuffer(self._post_slot[t] or b"", dtype=np.int32)
+                tfs[a:b] = np.frombuffer(self._post_tf[t] or b"", dtype=np.int32)
+            yield self._terms[t0:t1], per_term.astype(np.int32), slots, tfs

@@ -16,7 +16,7 @@ a row's items are the item rows ``first[row] .. first[row] + count[row]`` of its
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,7 @@ I32 = npt.NDArray[np.int32]
 U8 = npt.NDArray[np.uint8]
 COMPACT_MIN_BYTES = 1 << 20  # garbage below this is never worth a rewrite
 COMPACT_MIN_ITEMS = 1 << 14
+PIECE_BYTES = 1 << 20  # a streamed column's pieces (the snapshot writer's)
 
 
 def _grown(values: npt.NDArray[np.generic], rows: int, fill: int) -> npt.NDArray[np.generic]:
@@ -70,9 +71,10 @@ class StrColumn:
         base = len(self._base)
         if at + size <= base:
             return self._base[at : at + size]
-        if at >= base:
-            return bytes(self._tail[at - base : at - base + size])
-        return self._base[at:] + bytes(self._tail[: at + size - base])
+        with memoryview(self._tail) as tail:  # one copy, not a bytearray slice and then bytes
+            if at >= base:
+                return bytes(tail[at - base : at - base + size])
+            return self._base[at:] + bytes(tail[: at + size - base])
 
     def get(self, row: int) -> str | None:
         size: int = self.size.item(row)
@@ -115,22 +117,24 @@ class StrColumn:
     def gather(self, rows: I64) -> tuple[bytes, I32]:
         """The strings of ``rows`` in that order, as one buffer and their sizes (-1: None):
         contiguous runs are copied whole, so a column in row order costs one slice."""
+        return b"".join(self.pieces(rows)), self.size[rows].astype(np.int32)
+
+    def pieces(self, rows: I64, limit: int = PIECE_BYTES) -> Iterator[bytes]:
+        """:meth:`gather`'s buffer in pieces of at most ``limit`` bytes, for a writer that
+        streams it: the column is never copied whole, and no Python object is made per row
+        (runs of rows side by side are found with numpy, and each is cut at ``limit``)."""
         sizes = self.size[rows]
         nonempty = rows[sizes > 0]
         if not nonempty.size:
-            return b"", sizes.astype(np.int32)
+            return
         at = self.at[nonempty]
-        lengths = self.size[nonempty].astype(np.int64)
-        ends = at + lengths
+        ends = at + self.size[nonempty].astype(np.int64)
         breaks = np.flatnonzero(at[1:] != ends[:-1]) + 1
-        starts = np.concatenate([[0], breaks]).tolist()
-        stops = np.concatenate([breaks, [nonempty.size]]).tolist()
-        at_list, ends_list = at.tolist(), ends.tolist()
-        blob = b"".join(
-            self.raw(at_list[a], ends_list[b - 1] - at_list[a])
-            for a, b in zip(starts, stops, strict=True)
-        )
-        return blob, sizes.astype(np.int32)
+        run_at = at[np.concatenate([[0], breaks])].tolist()
+        run_end = ends[np.concatenate([breaks, [nonempty.size]]) - 1].tolist()
+        for a, b in zip(run_at, run_end, strict=True):
+            for start in range(a, b, limit):
+                yield self.raw(start, min(limit, b - start))
 
     def wasteful(self) -> bool:
         return self.garbage >= COMPACT_MIN_BYTES and 2 * self.garbage >= self.nbytes

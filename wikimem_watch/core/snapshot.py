@@ -34,6 +34,7 @@ from .. import __version__
 from ..atomic import atomic_file
 from ..config import Config
 from .engine import ApplyStats, Engine
+from .heap import release_free_heap
 from .snapshot_check import SnapshotInvalid, check_header, json_of
 from .snapshot_columns import Loaded, engine_sections, load_sections
 from .vault import iter_notes
@@ -276,6 +277,8 @@ def save_snapshot(engine: Engine) -> bool:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         log.warning("could not write the index snapshot %s: %s", path, reason)
         return False
+    finally:
+        release_free_heap()  # the sections' buffers: a daemon would keep them for good
     took = time.perf_counter() - started
     log.info("index snapshot written: %s (%.1f MB, %.2fs)", path, size / 1e6, took)
     return True

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from ..config import Config
 from ..core.engine import ApplyStats, Engine
+from ..core.heap import release_free_heap
 from ..core.snapshot import no_gc, restore_engine, save_snapshot
 from ..core.vault import iter_notes, notes_below
 from .subscriptions import ChangeFeed
@@ -124,6 +125,7 @@ class VaultScans:
         self.scan_files = len(todo)
         with no_gc():  # millions of objects and no cycles: ~10% of a cold scan
             self._apply(todo)
+        release_free_heap()  # what the scan freed would stay resident for good
         self._stats = stats
         self._last_rescan = time.monotonic()
 
