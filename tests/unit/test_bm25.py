@@ -268,3 +268,31 @@ def test_posting_blocks_hold_every_term_s_postings_whatever_its_buffers(
         ]
         # Whole terms, a block ending with the term that reaches ``size`` postings.
         assert all(b[2].size - int(b[1][-1]) < size for b in blocks)
+
+
+def test_the_base_keeps_term_frequencies_in_the_narrowest_type_that_holds_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from wikimem_watch.core import bm25
+
+    monkeypatch.setattr(bm25, "PACK_TERMS", 1)
+    docs = {"a": ["tea", "jam"], "b": ["tea"] * 300 + ["cake"], "c": ["jam", "cake", "cake"]}
+    index = Bm25Index()
+    index.start_bulk()
+    slots = index.add_many(list(docs.values()))
+    keyed = Keyed(index)
+    keyed.docs = {k: (s, t) for (k, t), s in zip(docs.items(), slots, strict=True)}
+    index.settle()
+    assert index._base_tfs.dtype == np.uint16  # a tf of 300 does not fit a byte
+    # A rare new term with a tf past 65,535, packed into the base: it widens to hold it.
+    docs["d"] = ["scone"] * 70_000
+    keyed.upsert("d", docs["d"])
+    index.flush(force=True)
+    assert index._post_slot[index._term_id["scone"]] is None  # packed into the base
+    assert index._base_tfs.dtype == np.int32
+    for query in (["tea"], ["cake", "jam"], ["scone", "tea"]):
+        assert_same(scores_by_key(keyed, query), naive_bm25(docs, query))
+    # A copy of a term out of the base (an edit) keeps its tfs exact.
+    keyed.upsert("b", ["tea"] * 299)
+    docs["b"] = ["tea"] * 299
+    assert_same(scores_by_key(keyed, ["tea", "cake"]), naive_bm25(docs, ["tea", "cake"]))

@@ -39,7 +39,7 @@ class Bm25Queries:
     _base_at: I64
     _base_len: I32
     _base_slots: I32
-    _base_tfs: I32
+    _base_tfs: npt.NDArray[np.integer]
 
     if TYPE_CHECKING:
 
@@ -48,7 +48,7 @@ class Bm25Queries:
 
         def _settled(self) -> None: ...
 
-        def postings(self, tid: int) -> tuple[I32, I32]: ...
+        def postings(self, tid: int) -> tuple[I32, npt.NDArray[np.integer]]: ...
 
         def alive(self, slot: int) -> bool: ...
 

@@ -30,15 +30,27 @@ I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 
 
-def _narrow(values: npt.NDArray[np.integer], limit: int) -> npt.NDArray[np.integer]:
-    """``values`` (all in 0..``limit``) in the narrowest unsigned type that holds ``limit``."""
+def _narrow_type(limit: int) -> type[np.integer]:
+    """The narrowest unsigned type that holds 0..``limit`` (int32 past uint16)."""
     for dtype in (np.uint8, np.uint16):
         if limit <= np.iinfo(dtype).max:
-            return values.astype(dtype)
-    return values.astype(np.int32)
+            return dtype
+    return np.int32
 
 
-def _small_pages(size: int) -> I32:
+def _narrow(values: npt.NDArray[np.integer], limit: int) -> npt.NDArray[np.integer]:
+    """``values`` (all in 0..``limit``) in the narrowest unsigned type that holds ``limit``."""
+    return values.astype(_narrow_type(limit))
+
+
+def narrowest(values: npt.NDArray[np.integer]) -> npt.NDArray[np.integer]:
+    """Non-negative ``values`` in the narrowest type that holds them (themselves when that
+    is already their type)."""
+    dtype = _narrow_type(int(values.max()) if values.size else 0)
+    return values if values.dtype == dtype else values.astype(dtype)
+
+
+def _small_pages(size: int, dtype: type[np.integer] = np.int32) -> npt.NDArray[np.integer]:
     """An empty int32 array whose pages become resident as they are written: without the
     2 MB pages numpy asks for above 4 MiB, whose first write brings in the whole page (the
     scatter writes into every one of them from the first chunk, ~19 MB at 100k entries,
@@ -46,10 +58,10 @@ def _small_pages(size: int) -> I32:
     core = getattr(np, "_core", None) or np.core  # numpy 2, else 1.x
     set_huge = getattr(core.multiarray, "_set_madvise_hugepage", None)
     if set_huge is None:
-        return np.empty(size, dtype=np.int32)
+        return np.empty(size, dtype=dtype)
     was = set_huge(False)
     try:
-        return np.empty(size, dtype=np.int32)
+        return np.empty(size, dtype=dtype)
     finally:
         set_huge(was)
 
@@ -79,6 +91,7 @@ class BulkPostings:
         self._open_size = 0
         self._df = np.zeros(1024, dtype=np.int64)  # postings per term id so far
         self.size = 0  # postings held
+        self._max_tf = 0
 
     def add(self, tids: I64, slots: I32, tfs: I32) -> None:
         """Keep one batch's postings, sorted by term id and then slot; every slot lies above
@@ -95,6 +108,7 @@ class BulkPostings:
             grown[: self._df.size] = self._df
             self._df = grown
         self._df[terms] += runs
+        self._max_tf = max(self._max_tf, int(tfs.max()))
         first = int(slots.min())
         self._open.append(
             _Chunk(
@@ -124,15 +138,17 @@ class BulkPostings:
                 )
             )
 
-    def build(self, n_terms: int) -> tuple[I32, I32, I32]:
+    def build(self, n_terms: int) -> tuple[I32, I32, npt.NDArray[np.integer]]:
         """(postings per term, slots, tfs) term-major for term ids 0..``n_terms``-1, as
-        :meth:`~.bm25.Bm25Index.from_postings` takes them; empties this object."""
+        :meth:`~.bm25.Bm25Index.from_postings` takes them, the tfs in the narrowest type
+        that holds them; empties this object."""
         self._join()
         counts = np.zeros(n_terms, dtype=np.int64)
         held = min(n_terms, self._df.size)
         counts[:held] = self._df[:held]
         fill = np.cumsum(counts) - counts  # where each term's next posting goes
-        out_slots, out_tfs = _small_pages(self.size), _small_pages(self.size)
+        out_slots = _small_pages(self.size)
+        out_tfs = _small_pages(self.size, _narrow_type(self._max_tf))
         self._chunks.reverse()
         while self._chunks:
             chunk = self._chunks.pop()  # in the order added, each freed once written
@@ -151,5 +167,5 @@ class BulkPostings:
                 post_at += n_posts
             del chunk
         self._df = np.zeros(0, dtype=np.int64)
-        self.size = 0
-        return counts.astype(np.int32), out_slots, out_tfs
+        self.size = self._max_tf = 0
+        return counts.astype(np.int32), out_slots.astype(np.int32, copy=False), out_tfs
