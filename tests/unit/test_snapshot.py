@@ -206,9 +206,10 @@ BAD = {
     "deep json": ("files.paths", lambda blob: b"[" * 100_000 + b"]" * 100_000),
     "repeated term": ("terms", _json_edit(lambda t: [t[1], *t[1:]])),  # type: ignore[index]
     "slot out of range": ("post_slots", _ints("i", [10**6])),
-    "zero tf": ("post_tfs", _ints("i", [0])),
+    "zero tf": ("post_tfs.u8", _ints("B", [0])),
     "counts off": ("term_counts", _ints("i", [10**6])),
-    "ragged": ("post_tfs", lambda blob: blob[:-1]),
+    "ragged": ("post_slots", lambda blob: blob[:-1]),
+    "tfs short": ("post_tfs.u8", lambda blob: blob[:-1]),
     "short texts": ("e.text", lambda blob: blob[:-1]),
     "texts not utf-8": ("e.text", lambda blob: b"\xff" + blob[1:]),
 }
@@ -235,9 +236,20 @@ def _extra_section(path: Path) -> None:
     _rewrite(path, header, {**blobs, "junk": b"x"})
 
 
+def _tfs_as(path: Path, name: str, fmt: str, *, keep: bool = False) -> None:
+    """The term frequencies as another section (``keep``: beside the one written)."""
+    header, blobs = _sections(path)
+    tfs = blobs["post_tfs.u8"] if "post_tfs.u8" in blobs else blobs.pop("post_tfs.u16")
+    values = struct.unpack(f"<{len(tfs)}B", tfs) if "post_tfs.u8" in blobs else tfs
+    if not keep:
+        blobs.pop("post_tfs.u8", None)
+    _rewrite(path, header, {**blobs, name: struct.pack(f"<{len(values)}{fmt}", *values)})
+
+
 SPECIAL = {
     "texts cut inside a character": _cut_inside_a_character,
     "unknown section": _extra_section,
+    "two tf sections": lambda path: _tfs_as(path, "post_tfs", "i", keep=True),
 }
 
 
@@ -447,7 +459,37 @@ def test_postings_are_renumbered_to_file_order_and_sorted_within_each_term() -> 
     as_ints = lambda name: np.frombuffer(parts[name], "<i4").tolist()  # noqa: E731
     assert as_ints("term_counts") == [2, 2]
     assert as_ints("post_slots") == [1, 2, 0, 2]  # x: slots 2, 0 → 1, 2; z: 3, 0 → 0, 2
-    assert as_ints("post_tfs") == [2, 1, 1, 1]
+    assert "post_tfs" not in parts  # one byte holds each tf: the narrow section
+    assert np.frombuffer(parts["post_tfs.u8"], "u1").tolist() == [2, 1, 1, 1]
+
+
+@pytest.mark.parametrize("name, fmt", [("post_tfs", "i"), ("post_tfs.u16", "H")])
+def test_term_frequencies_in_a_wider_section_load_the_same(
+    tmp_path: Path, name: str, fmt: str
+) -> None:
+    # A snapshot written before tfs were narrowed ("post_tfs", int32), or by an index
+    # holding a tf past 255 (uint16), loads as one written narrow does.
+    root, first, path = _snapshotted(tmp_path)
+    _tfs_as(path, name, fmt)
+    assert name in _sections(path)[1] and "post_tfs.u8" not in _sections(path)[1]
+    engine = _engine(root)
+    assert read_snapshot(path, engine) is not None
+    assert scan_with_snapshot(engine).changed == []
+    assert_same(engine, first)
+
+
+def test_a_tf_past_a_byte_is_written_wider_and_comes_back(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    write(root, "wiki/long.md", "## Tea\n" + "tea " * 300 + "\n")
+    _age(root)
+    engine = _engine(root)
+    scan_with_snapshot(engine)
+    path = engine.config.snapshot_path
+    assert path is not None and "post_tfs.u16" in _sections(path)[1]
+    again = _engine(root)
+    assert scan_with_snapshot(again).changed == []
+    assert_same(again, engine)
+    assert again.index.max_tf() == 303  # 300 in the text, 3 for the heading (ADR-0009 §6)
 
 
 def test_postings_written_a_few_at_a_time_load_the_same(tmp_path: Path) -> None:

@@ -132,6 +132,15 @@ class Bm25Queries:
         """Which of ``terms`` occur in the document at ``slot``, in query order."""
         return self.matched_terms_of([slot], terms)[0]
 
+    def max_tf(self) -> int:
+        """The largest term frequency of any posting (dead ones included); 0 for none."""
+        self._settled()
+        top = int(self._base_tfs.max()) if self._base_tfs.size else 0
+        for own in self._post_tf:
+            if own:
+                top = max(top, int(np.frombuffer(own, dtype=np.int32).max()))
+        return top
+
     def posting_blocks(self, size: int) -> Iterator[tuple[list[str], I32, I32, I32]]:
         """Every term's postings (dead slots, and the terms no live document holds, included:
         a dropped term is ``""``), in term-id order, in blocks of whole terms of about

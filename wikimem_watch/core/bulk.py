@@ -30,7 +30,7 @@ I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 
 
-def _narrow_type(limit: int) -> type[np.integer]:
+def narrow_type(limit: int) -> type[np.integer]:
     """The narrowest unsigned type that holds 0..``limit`` (int32 past uint16)."""
     for dtype in (np.uint8, np.uint16):
         if limit <= np.iinfo(dtype).max:
@@ -40,13 +40,13 @@ def _narrow_type(limit: int) -> type[np.integer]:
 
 def _narrow(values: npt.NDArray[np.integer], limit: int) -> npt.NDArray[np.integer]:
     """``values`` (all in 0..``limit``) in the narrowest unsigned type that holds ``limit``."""
-    return values.astype(_narrow_type(limit))
+    return values.astype(narrow_type(limit))
 
 
 def narrowest(values: npt.NDArray[np.integer]) -> npt.NDArray[np.integer]:
     """Non-negative ``values`` in the narrowest type that holds them (themselves when that
     is already their type)."""
-    dtype = _narrow_type(int(values.max()) if values.size else 0)
+    dtype = narrow_type(int(values.max()) if values.size else 0)
     return values if values.dtype == dtype else values.astype(dtype)
 
 
@@ -148,7 +148,7 @@ class BulkPostings:
         counts[:held] = self._df[:held]
         fill = np.cumsum(counts) - counts  # where each term's next posting goes
         out_slots = _small_pages(self.size)
-        out_tfs = _small_pages(self.size, _narrow_type(self._max_tf))
+        out_tfs = _small_pages(self.size, narrow_type(self._max_tf))
         self._chunks.reverse()
         while self._chunks:
             chunk = self._chunks.pop()  # in the order added, each freed once written

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from ..config import Config
 from .bm25 import Bm25Index
+from .bulk import narrow_type
 from .columns import I64, ListColumn, StrColumn
 from .engine import Engine, FileRecord
 from .parse import diary_date
@@ -47,6 +48,10 @@ Payload = bytes | Iterable[bytes]
 STRINGS = {"key": False, "heading": False, "text": False, "meta": True}
 LISTS = {"tags": (1, False), "links": (3, True)}
 _OPTIONAL_FIELDS = {("links", 1), ("links", 2)}  # a link's heading and alias may be None
+# The term frequencies are written as the narrowest of these that holds them all (one byte,
+# almost always); a snapshot holds one of the three sections.
+TF_SECTIONS = {np.uint8: ("post_tfs.u8", "u1"), np.uint16: ("post_tfs.u16", "<u2")}
+TF_WIDE = ("post_tfs", "<i4")
 POSTING_CHUNK = 1 << 16  # postings renumbered at a time when writing (arrays of ~0.5 MB)
 
 
@@ -143,6 +148,7 @@ def _postings(index: Bm25Index, order: I64) -> Iterator[tuple[str, Payload]]:
     streamed a few million postings at a time (slots, then tfs: two passes)."""
     new_slot = np.full(index.capacity, -1, dtype=np.int32)
     new_slot[order] = np.arange(order.size, dtype=np.int32)
+    tf_name, tf_type = TF_SECTIONS.get(narrow_type(index.max_tf()), TF_WIDE)
     terms: list[str] = []
     counts: list[np.ndarray] = []
 
@@ -161,10 +167,10 @@ def _postings(index: Bm25Index, order: I64) -> Iterator[tuple[str, Payload]]:
                 kept = np.bincount(term_of, minlength=len(names))
                 terms.extend(t for t, k in zip(names, kept.tolist(), strict=True) if k)
                 counts.append(kept[kept > 0].astype("<i4"))
-            yield (mapped if part == 0 else tfs).astype("<i4").tobytes()
+            yield (mapped.astype("<i4") if part == 0 else tfs.astype(tf_type)).tobytes()
 
     yield "post_slots", chunks(0)
-    yield "post_tfs", chunks(1)
+    yield tf_name, chunks(1)
     yield "terms", json.dumps(terms).encode()
     yield "term_counts", np.concatenate(counts or [np.zeros(0, "<i4")]).astype("<i4").tobytes()
 
@@ -243,7 +249,8 @@ def load_sections(
     terms = check_terms(json_of(section("terms"), "terms"))
     term_counts = array_of(section("term_counts"), "<i4", len(terms), "term counts")
     post_slots = _int32s(section("post_slots"))
-    post_tfs = _int32s(section("post_tfs"))
+    tf_name, tf_type = next((t for t in TF_SECTIONS.values() if t[0] in names), TF_WIDE)
+    post_tfs = _ints(section(tf_name), tf_type)
     check_postings(len(terms), n, term_counts, post_slots, post_tfs)
     index = Bm25Index.from_postings(
         n, terms, term_counts, post_slots, post_tfs, k1=config.k1, b=config.b
@@ -252,15 +259,20 @@ def load_sections(
     if "e.vkey" in names:
         vector_keys = array_of(section("e.vkey"), "u1", n, "vector keys", KEY_BYTES)
         names = names - {"e.vkey"}
-    if names != set(_expected_names()):
+    if names != set(_expected_names(tf_name)):
         raise SnapshotInvalid("unknown or missing sections")
     return Loaded(files, store, index, n, vector_keys)
 
 
 def _int32s(blob: bytes) -> np.ndarray:
-    if len(blob) % 4:
-        raise SnapshotInvalid("an int32 section has a ragged length")
-    return np.frombuffer(blob, dtype="<i4").astype(np.int32, copy=False)
+    return _ints(blob, "<i4").astype(np.int32, copy=False)
+
+
+def _ints(blob: bytes, dtype: str) -> np.ndarray:
+    """A section of little-endian integers of ``dtype``, without a copy."""
+    if len(blob) % np.dtype(dtype).itemsize:
+        raise SnapshotInvalid(f"a {dtype} section has a ragged length")
+    return np.frombuffer(blob, dtype=dtype)
 
 
 def _strings(section: Callable[[str], bytes], name: str, rows: int, *, optional: bool) -> StrColumn:
@@ -291,12 +303,12 @@ def _list(
     return ListColumn.packed(counts, cols, flag_bytes)
 
 
-def _expected_names() -> list[str]:
+def _expected_names(tf_name: str = TF_WIDE[0]) -> list[str]:
     names = ["files.paths", "files.stat", "files.racy", "files.hash", "files.entries"]
     names += ["files.extra", "files.title", "files.title.sizes", "files.aliases.count"]
     names += ["files.aliases.0", "files.aliases.0.sizes", "e.line", "e.minute", "e.epoch"]
     names += ["e.asks"]
-    names += ["e.hash", "e.overrides", "post_slots", "post_tfs", "terms", "term_counts"]
+    names += ["e.hash", "e.overrides", "post_slots", tf_name, "terms", "term_counts"]
     for name in STRINGS:
         names += [f"e.{name}", f"e.{name}.sizes"]
     for name, (fields, flags) in LISTS.items():
