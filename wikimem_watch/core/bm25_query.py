@@ -173,6 +173,7 @@ class Bm25Queries:
             from_base = np.ones(t1 - t0, dtype=bool)
             from_base[mine - t0] = False
             tids = np.flatnonzero(from_base) + t0
+            tids = tids[lengths[tids] > 0]  # (only a term of the base has postings there)
             runs = lengths[tids]
             within = np.arange(int(runs.sum()), dtype=np.int64) - np.repeat(
                 np.cumsum(runs) - runs, runs
