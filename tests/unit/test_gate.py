@@ -393,3 +393,44 @@ def test_an_item_meets_the_turns_as_their_median(tmp_path: Path) -> None:
     turns = sorted(v for k, v in info.items() if k.startswith("diary/"))
     assert len(turns) == 3 and turns[-1] == 1.0
     assert info["wiki/cinema.md#Films"] == turns[1]  # the middle of three
+
+
+SESSIONS = {
+    # A companion's log: a conversation a day. 11-28 is today's, still going on.
+    "diary/2026-11-20.md": "## 20:00\nUser: hello, I am new.\n\n## 20:01\nUser: I keep bees.\n",
+    "diary/2026-11-24.md": "## 21:00\nUser: my bike is gone.\n\n## 21:05\nUser: got a lock.\n",
+    "diary/2026-11-28.md": "## 09:00\nUser: good morning.\n",
+    "diary/2026-12-02.md": "## 09:00\nUser: a day after now.\n",
+    "wiki/bees.md": "## Bees\nTwo hives on the roof; the bike shed is next to them.\n",
+}
+
+
+def test_the_first_and_the_last_conversation_are_days_of_the_diary(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, SESSIONS)
+    now = "2026-11-28T12:00:00"
+    last = ask(engine, q="上次我们聊了什么", now=now)
+    assert last["listing"] is True and last["time_range_source"] == "parsed"
+    window = last["time_range"]
+    assert isinstance(window, dict)
+    assert (window["start"], window["end"], window["session"]) == (
+        "2026-11-24",
+        "2026-11-24",
+        "last",
+    )  # the one before today's
+    assert [h["id"] for h in hits(last)] == [
+        "diary/2026-11-24.md#21:00",
+        "diary/2026-11-24.md#21:05",
+    ]
+    first = ask(engine, q="In our first conversation, what do I keep?", now=now)
+    assert first["time_range"]["start"] == "2026-11-20"  # type: ignore[index]
+    assert hits(first)[0]["id"] == "diary/2026-11-20.md#20:01" and hits(first)[0]["in_window"]
+    # Content after a verb form is a topic, not the last conversation: no window.
+    topic = ask(engine, q="the last time we talked about the bike", now=now)
+    assert topic["time_range"] is None
+    # No conversation before today's: the window is not applied, and says so.
+    early = ask(engine, q="what did we talk about last time we talked", now="2026-11-20T21:00:00")
+    assert early["time_range"]["fallback"] == "empty"  # type: ignore[index]
+    # A calendar date in the same question is the firmer anchor.
+    dated = ask(engine, q="11月20日 上次聊天 说了什么", now=now)
+    assert dated["time_range"]["start"] == "2026-11-20"  # type: ignore[index]
+    assert dated["time_range"]["session"] is None  # type: ignore[index]

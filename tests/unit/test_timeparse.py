@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, time
 
 import pytest
 
-from wikimem_watch.timeparse import TimeWindow, parse_date_pair, parse_time_range
+from wikimem_watch.timeparse import TimeWindow, find_session, parse_date_pair, parse_time_range
 
 FRI = datetime(2026, 7, 24, 15, 0)  # the default reference: a Friday afternoon
 MON = datetime(2026, 7, 20, 9, 0)  # Monday: "this week" starts today
@@ -727,3 +727,37 @@ def test_the_rule_prefilter_never_skips_a_rule_that_matches() -> None:
             p.pattern[:50] for p, _ in core.RULES if id(p) not in kept and p.search(str(text))
         ]
         assert not missed, (text, missed)
+
+
+@pytest.mark.parametrize(
+    ("text", "which", "time_only"),
+    [
+        ("上次我们聊了什么", "last", True),
+        ("我们上次聊了什么？", "last", True),
+        ("上次聊天你推荐的电影叫什么", "last", False),  # a noun form: content may follow
+        ("我们第一次对话聊了什么话题", "first", True),
+        ("what did we talk about the last time we talked?", "last", True),
+        ("In our last conversation, which book did you recommend?", "last", False),
+        ("what did we talk about during our first conversation", "first", True),
+        ("When we first chatted, what did we talk about?", "first", True),
+    ],
+)
+def test_a_conversation_named_by_its_order_is_found(text: str, which: str, time_only: bool) -> None:
+    found = find_session(text)
+    assert found is not None and found.which == which and found.time_only is time_only
+    assert found.matched not in found.rest and parse_time_range(text, now=FRI) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "上次看牙医是什么时候",  # not a conversation
+        "我们第一次聊烹饪是什么时候",  # the first talk *about cooking*, not the first talk
+        "the last time we talked about cooking",
+        "the last time I ran",
+        "our first date",
+        "what did we talk about",
+    ],
+)
+def test_words_that_name_no_conversation_by_its_order_find_none(text: str) -> None:
+    assert find_session(text) is None

@@ -18,7 +18,7 @@ from ..core.engine import Engine
 from ..core.models import Entry
 from ..core.vault import glob_match
 from ..errors import BadRequest
-from ..timeparse import parse_time_range
+from ..timeparse import find_session, parse_time_range
 from .request import QueryRequest
 
 WIDEN_STEPS_DAYS = (1, 3)
@@ -44,6 +44,9 @@ class Gate:
     limit_day: date | None = None  # `now`: no entry after this day and time is inside
     limit_time: str | None = None
     entries: int = 0  # diary entries the window holds (after the request's filters)
+    # "first" / "last": the window is that conversation's day, found in the vault by
+    # ``settle`` (timeparse/sessions.py); until then start and end are placeholders
+    session: str | None = None
 
     def contains(self, entry: Entry) -> bool:
         """True for a diary entry inside the window (an undated entry is never inside)."""
@@ -84,6 +87,7 @@ class Gate:
             "widened_days": self.widened,
             "fallback": self.fallback,
             "entries": self.entries,
+            "session": self.session,
         }
 
 
@@ -128,7 +132,19 @@ def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bo
         return None, req.q, False
     found = parse_time_range(req.q, now=naive)
     if found is None:
-        return None, req.q, False
+        session = find_session(req.q)
+        if session is None:
+            return None, req.q, False
+        gate = Gate(
+            limit_day,
+            limit_day,
+            "parsed",
+            matched=session.matched,
+            limit_day=limit_day,
+            limit_time=limit_time,
+            session=session.which,
+        )
+        return gate, session.rest, session.time_only
     if not _ABSOLUTE.search(found.matched):
         # "last week, as mentioned on 6 November 2023": a calendar date in the same question
         # is a firmer anchor than a relative word resolved against `now`.
@@ -237,8 +253,16 @@ def settle(engine: Engine, req: QueryRequest, gate: Gate) -> Gate:
     """Widen a window that holds no entries (±1, then ±3 days, never past ``now``).
 
     A parsed window still empty is not applied (``fallback: "empty"``); an explicit one holds.
-    Returns the window with ``entries``, how many it holds.
+    A conversation named by its order becomes its day, and is not widened. Returns the
+    window with ``entries``, how many it holds.
     """
+    if gate.session is not None:
+        day = _session_day(engine, gate)
+        if day is None:
+            return replace(gate, fallback="empty")
+        g = replace(gate, start=day, end=day)
+        held = count_window(engine, req, g)
+        return replace(g, entries=held) if held else replace(g, fallback="empty")
     g = gate
     for days in (0, *WIDEN_STEPS_DAYS):
         g = gate.widen(days) if days else gate
@@ -248,3 +272,14 @@ def settle(engine: Engine, req: QueryRequest, gate: Gate) -> Gate:
     if gate.source == "parsed":
         return replace(g, fallback="empty")
     return g
+
+
+def _session_day(engine: Engine, gate: Gate) -> date | None:
+    """The day of the first conversation in the diary (not after ``now``), or of the last
+    one before ``now``'s day (today's is the one going on); None when there is none."""
+    limit = (gate.limit_day or date.max).isoformat()
+    if gate.session == "first":
+        day = min((d for d in engine.days if d <= limit), default=None)
+    else:
+        day = max((d for d in engine.days if d < limit), default=None)
+    return None if day is None else date.fromisoformat(day)

@@ -12,12 +12,14 @@ or ambiguous wording opens no window. The semantics are recorded in docs/adr/000
 Modules, along the data flow: ``vocab`` (words and numbers), ``atoms`` (written dates shared
 by both languages), ``zh`` and ``en`` (grammar: patterns, look-alikes, filler),
 ``resolvers`` (what a match means), ``periods`` (calendar arithmetic), ``core`` (the rule
-table and the search), ``window`` (the output record and explicit day pairs).
+table and the search), ``window`` (the output record and explicit day pairs), ``sessions``
+(the first or last conversation, which the gate resolves against the vault's diary days).
 """
 
 from __future__ import annotations
 
 from .core import parse_time_range
+from .sessions import SessionRef, find_session
 from .window import TimeWindow, parse_date_pair
 
-__all__ = ["TimeWindow", "parse_date_pair", "parse_time_range"]
+__all__ = ["SessionRef", "TimeWindow", "find_session", "parse_date_pair", "parse_time_range"]

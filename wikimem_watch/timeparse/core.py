@@ -196,7 +196,7 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
     return None
 
 
-def _is_time_only(rest: str) -> bool:
+def is_time_only(rest: str) -> bool:
     """True when `rest` holds nothing but filler ("发生了什么", "what happened", "?")."""
     words = re.findall(r"[^\W_]+", zh.FILLER.sub(" ", rest.lower().replace("'", " ")))
     return all(w in en.FILLER for w in words)
@@ -231,4 +231,4 @@ def parse_time_range(
     b, e, (start, end, start_time, end_time) = hit
     rest = text[:b] + text[e:]
     return TimeWindow(start, end, start_time, end_time, text[b:e], (b, e), rest,
-                      _is_time_only(rest))  # fmt: skip
+                      is_time_only(rest))  # fmt: skip
