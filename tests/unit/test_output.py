@@ -91,3 +91,14 @@ def test_status_during_a_first_scan_says_how_many_files_are_read(
     assert "scan     1200 files to read before ready" in capsys.readouterr().out
     print_status({**status, "state": "ready", "scan_files": None})
     assert "scan " not in capsys.readouterr().out
+
+
+def test_a_window_named_by_a_conversation_says_which(capsys: pytest.CaptureFixture[str]) -> None:
+    gate = {"start": "2026-11-24", "end": "2026-11-24", "source": "parsed", "entries": 2}
+    result = {"q": "上次我们聊了什么", "hits": [], "note": None, "listing": True, "cut": False}
+    print_result({**result, "time_range": {**gate, "session": "last"}}, as_json=False)
+    print_result({**result, "time_range": {**gate, "session": None}}, as_json=False)
+    lines = capsys.readouterr().out.splitlines()
+    first, second = (line for line in lines if line.startswith("window"))
+    assert first == "window 2026-11-24 .. 2026-11-24 [parsed: the last conversation] (2 entries)"
+    assert second == "window 2026-11-24 .. 2026-11-24 [parsed] (2 entries)"

@@ -42,7 +42,10 @@ def _window_line(gate: dict[str, object], result: dict[str, object]) -> str:
         notes.append("no entries: not applied")
     else:
         notes.append(f"{gate['entries']} entries")
-    return f"window {gate['start']} .. {gate['end']} [{gate['source']}] ({', '.join(notes)})"
+    source = str(gate["source"])
+    if gate.get("session"):  # a conversation named by its order (ADR-0003 addendum)
+        source += f": the {gate['session']} conversation"
+    return f"window {gate['start']} .. {gate['end']} [{source}] ({', '.join(notes)})"
 
 
 def _print_hit(hit: dict[str, object], indent: str) -> None:
