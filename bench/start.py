@@ -5,7 +5,8 @@
     python bench/start.py --cold --tree ../old-checkout ...        # another checkout's code
     python bench/start.py --cold --vault /tmp/store/bench/vault-1000000-s0 --runs 1 --kinds line
 
-Per vault, after one run that writes the snapshot (and a byte-compile of the package, as an
+Per vault, after one run that writes the snapshot (in a snapshot directory of this run's own,
+so no snapshot another tree wrote is timed; and a byte-compile of the package, as an
 installed package is compiled: a stale ``.pyc`` costs its module's compile at every start):
 
 - ``line``: ``wikimem-watch serve VAULT`` spawned, until it prints its "ready" line (the
@@ -62,6 +63,9 @@ class Starts:
     tree: Path
     cold: bool
     one_cpu: bool
+    # Warm starts: this run's own snapshot directory, so a snapshot another tree wrote (in
+    # an older or newer format) is never what a start is timed from.
+    warm_home: str = ""
 
     def command(self, *args: str) -> list[str]:
         pinned = ["taskset", "-c", "0"] if self.one_cpu else []
@@ -72,7 +76,7 @@ class Starts:
         """Flags and environment of one start: when cold, a new cache and snapshot dir."""
         env = {**os.environ, "PYTHONPATH": str(self.tree)}
         if not self.cold:
-            yield [], env
+            yield [], {**env, "XDG_CACHE_HOME": self.warm_home} if self.warm_home else env
             return
         with tempfile.TemporaryDirectory(prefix="wmw-cold-") as tmp:
             yield ["--cache-dir", f"{tmp}/cache"], {**env, "XDG_CACHE_HOME": f"{tmp}/xdg"}
@@ -186,7 +190,13 @@ def main() -> int:
     kinds = [k for k in args.kinds.split(",") if k]
     if not set(kinds) <= set(KINDS):
         ap.error(f"--kinds: expected some of {','.join(KINDS)}, got {args.kinds!r}")
-    starts = Starts(args.tree.resolve(), args.cold, args.one_cpu)
+    with tempfile.TemporaryDirectory(prefix="wmw-warm-") as warm_home:
+        measure(args, kinds, Starts(args.tree.resolve(), args.cold, args.one_cpu, warm_home))
+    return 0
+
+
+def measure(args: argparse.Namespace, kinds: list[str], starts: Starts) -> None:
+    """Every vault's starts, printed as a Markdown table row each."""
     sys.path.insert(0, str(ROOT))
     from bench.index import vault_for
 
@@ -229,7 +239,6 @@ def main() -> int:
             f"{med['saved_peak']:.1f} MB | {med['polled']:.3f} s | {med['oneshot']:.3f} s "
             f"| {med['oneshot_peak']:.1f} MB |"
         )
-    return 0
 
 
 if __name__ == "__main__":
