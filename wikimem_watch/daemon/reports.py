@@ -1,5 +1,5 @@
-"""What the daemon reports about itself: ``status``, ``pending``, the HTTP endpoint's address
-and the vector side's face for the methods.
+"""What the daemon reports about itself: its "ready" line and known problems, ``status``,
+``pending``, the HTTP endpoint's address and the vector side's face for the methods.
 
 A mixin of :class:`~wikimem_watch.daemon.service.Daemon`, which owns the state; the methods
 run on the server's threads and only read it.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import queue
 import time
+from collections.abc import Callable
 
 from ..config import Config
 from ..core.engine import Engine
@@ -47,6 +48,26 @@ class DaemonReports:
     _unresolved: tuple[int, list[dict[str, object]], float]
     _started_mono: float
     scan_files: int | None
+
+    def _announce_ready(self, announce: Callable[[str, bool], None]) -> None:
+        """Tell ``announce`` the daemon is ready (one line), then each problem it knows of
+        (skipped files, vault warnings, config and cache problems), flagged as such."""
+        counts = self.engine.counts()
+        took = time.monotonic() - self._started_mono
+        announce(
+            f"ready: {self.config.vault} on {self.socket_path} — {len(self.engine.files)} files, "
+            f"{counts['diary']} diary + {counts['wiki']} wiki entries, {self.watcher.kind} "
+            f"watcher, {took:.2f}s" + (f"; HTTP on {self.http.url}" if self.http else ""),
+            False,
+        )
+        problems = [f"skipped {p}: {r}" for p, r in sorted(self.engine.skipped.items())]
+        problems += [f"skipped {p}: {r}" for p, r in sorted(self.engine.linked_dirs.items())]
+        problems += [f"{p}: {w}" for p, ws in sorted(self.engine.warnings().items()) for w in ws]
+        problems += [f"config: {w}" for w in self.config.warnings]
+        if self.cache_problem:
+            problems.append(f"cache: {self.cache_problem}")
+        for line in problems:
+            announce(line, True)
 
     def _http_status(self) -> dict[str, str]:
         from .http import token_path

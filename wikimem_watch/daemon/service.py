@@ -385,24 +385,6 @@ class Daemon(VaultScans, DaemonReports):
         except OSError as exc:
             log.warning("cannot record the embedder in the cache dir: %s", exc)
 
-    def _announce_ready(self, announce: Callable[[str, bool], None]) -> None:
-        counts = self.engine.counts()
-        took = time.monotonic() - self._started_mono
-        announce(
-            f"ready: {self.config.vault} on {self.socket_path} — {len(self.engine.files)} files, "
-            f"{counts['diary']} diary + {counts['wiki']} wiki entries, {self.watcher.kind} "
-            f"watcher, {took:.2f}s" + (f"; HTTP on {self.http.url}" if self.http else ""),
-            False,
-        )
-        problems = [f"skipped {p}: {r}" for p, r in sorted(self.engine.skipped.items())]
-        problems += [f"skipped {p}: {r}" for p, r in sorted(self.engine.linked_dirs.items())]
-        problems += [f"{p}: {w}" for p, ws in sorted(self.engine.warnings().items()) for w in ws]
-        problems += [f"config: {w}" for w in self.config.warnings]
-        if self.cache_problem:
-            problems.append(f"cache: {self.cache_problem}")
-        for line in problems:
-            announce(line, True)
-
     # ------------------------------------------------------------------- service
 
     def reindex(self, dry_run: bool = False) -> dict[str, object]:
