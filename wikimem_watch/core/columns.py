@@ -16,6 +16,7 @@ a row's items are the item rows ``first[row] .. first[row] + count[row]`` of its
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -117,7 +118,7 @@ class StrColumn:
     def gather(self, rows: I64) -> tuple[bytes, I32]:
         """The strings of ``rows`` in that order, as one buffer and their sizes (-1: None):
         contiguous runs are copied whole, so a column in row order costs one slice."""
-        return b"".join(self.pieces(rows)), self.size[rows].astype(np.int32)
+        return b"".join(self.pieces(rows, sys.maxsize)), self.size[rows].astype(np.int32)
 
     def pieces(self, rows: I64, limit: int = PIECE_BYTES) -> Iterator[bytes]:
         """:meth:`gather`'s buffer in pieces of at most ``limit`` bytes, for a writer that
