@@ -145,7 +145,8 @@ def engine_sections(engine: Engine) -> Iterator[tuple[str, Payload]]:
 
 def _postings(index: Bm25Index, order: I64) -> Iterator[tuple[str, Payload]]:
     """Live postings, term-major, slots renumbered to the entry order, ascending per term;
-    streamed a few million postings at a time (slots, then tfs: two passes)."""
+    streamed in blocks of whole terms, ``POSTING_CHUNK`` postings or so (slots, then tfs: two
+    passes; the tfs in the narrowest section that holds them)."""
     new_slot = np.full(index.capacity, -1, dtype=np.int32)
     new_slot[order] = np.arange(order.size, dtype=np.int32)
     tf_name, tf_type = TF_SECTIONS.get(narrow_type(index.max_tf()), TF_WIDE)
