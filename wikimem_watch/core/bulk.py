@@ -11,12 +11,13 @@ batches come in slot order, so each term's postings come out ascending.
 
 Memory: a batch keeps its terms and their posting counts (4 + 2 bytes per distinct term)
 and, per posting, its slot as an offset from the batch's first slot and its term frequency,
-in the narrowest integers that hold them (usually 2 + 1 bytes, against the 4 + 4 of the
-base). Batches are joined into chunks of ~256k postings, each array large enough for a
-mapping of its own (ADR-0018's threshold), so the build returns a chunk's memory to the
-system as soon as it is written; the base arrays are taken in small pages. The transient at
-the end (the base arrays and what is left of the chunks) stays under the peak of the
-appends it replaces (at 100k entries: ~19 MB of base and ~12 MB of chunks).
+in the narrowest integers that hold them (usually 2 + 1 bytes, against the 4 + 1 of the
+base, whose tfs also take the narrowest type that holds them all). Batches are joined into
+chunks of ~256k postings, each array large enough for a mapping of its own (ADR-0018's
+threshold), so the build returns a chunk's memory to the system as soon as it is written;
+the base arrays are taken in small pages. The transient at the end (the base arrays and
+what is left of the chunks) stays under the peak of the appends it replaces (at 100k
+entries: ~12.5 MB of base and ~12.5 MB of chunks).
 """
 
 from __future__ import annotations
