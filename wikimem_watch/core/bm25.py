@@ -74,7 +74,7 @@ class Bm25Index(Bm25Queries):
         self._base_len = np.zeros(0, dtype=np.int32)
         self._base_slots = np.zeros(0, dtype=np.int32)
         # The base's term frequencies in the narrowest type that holds them (almost always one
-        # byte: 4 of the 8 bytes a posting took; ~7.5 MB at 100k entries, ADR-0019 addendum).
+        # byte: 4 of the 8 bytes a posting took; ~7.5 MB at 100k entries; ADR-0015, addendum).
         self._base_tfs: Tfs = np.zeros(0, dtype=np.uint8)
         self._base_garbage = 0  # base postings of terms that have moved out
         self._fresh: set[int] = set()  # terms given their own buffers since the last pack
