@@ -434,3 +434,23 @@ def test_the_first_and_the_last_conversation_are_days_of_the_diary(tmp_path: Pat
     dated = ask(engine, q="11月20日 上次聊天 说了什么", now=now)
     assert dated["time_range"]["start"] == "2026-11-20"  # type: ignore[index]
     assert dated["time_range"]["session"] is None  # type: ignore[index]
+
+
+def test_an_untimed_diary_page_is_not_a_turn(tmp_path: Path) -> None:
+    # A day file without "## HH:MM" sections is a journal page that names the cat in
+    # passing; measured as a turn, its length alone would put it above the cat's section.
+    page = "Lazy Sunday. " + " ".join(f"note{i}" for i in range(60)) + " 年糕 on my feet.\n"
+    files = {
+        "diary/2026-10-25.md": page,
+        "diary/2026-11-01.md": "## 09:00\n年糕 woke me up.\n",
+        "wiki/pets.md": "# Pets\n\n## 年糕\nAn orange tabby, three years old.\n",
+    }
+    engine = engine_for(tmp_path, files)
+    got = hits(ask(engine, q="年糕", now="2026-11-25T12:00:00", explain=True, expand_links=False))
+    info = {h["id"]: h["explain"]["information"] for h in got}
+    assert (
+        info["diary/2026-10-25.md"]
+        == info["wiki/pets.md#年糕"]
+        == info["diary/2026-11-01.md#09:00"]
+    )
+    assert got[0]["id"] == "wiki/pets.md#年糕"

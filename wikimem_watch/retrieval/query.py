@@ -203,23 +203,26 @@ def _gate_first(engine: Engine, slots: I64, fused: F64, inside: B1, k: int) -> I
 
 
 def _information(engine: Engine, slots: I64, fused: F64, inside: B1, pool: int) -> F64:
-    """How much each diary entry among the best ``pool`` candidates inside the window and
-    outside it says, scaled by the most informative of them; the median of those for a wiki
-    or note item among them; 0 for the rest (ADR-0009 §11).
+    """How much each turn among the best ``pool`` candidates inside the window and outside
+    it says, scaled by the most informative of them; the median of those for anything else
+    among them; 0 for the rest (ADR-0009 §11).
 
     Among turns of a conversation that match a question about as well, the one that says
     more is the answer more often than the one that announces or echoes it ("I have a
-    problem" / "sounds good, thanks"). An item is not a turn: between items BM25 (and its
-    length normalisation) decides, so a long section that names the topic in passing stays
-    behind the section about it, and an item meets the turns as a typical turn would. Like
-    the vector pool, the signal only reorders the best candidates: it never lowers a score,
-    so the rest stay behind them, and a fixed pool makes the hits for any ``k`` up to it
-    prefixes of one another. Reading an entry's terms costs ~30 µs.
+    problem" / "sounds good, thanks"). A turn is a diary entry with a time of day. A wiki or
+    note item is not one, nor is an untimed diary page (a day file without ``## HH:MM``
+    sections): between those BM25 (and its length normalisation) decides, so a long section
+    that names the topic in passing stays behind the section about it, and they meet the
+    turns as a typical turn would. Like the vector pool, the signal only reorders the best
+    candidates: it never lowers a score, so the rest stay behind them, and a fixed pool makes
+    the hits for any ``k`` up to it prefixes of one another. Reading an entry's terms costs
+    ~30 µs.
     """
     info = np.zeros(slots.size)
     groups = (np.flatnonzero(inside), np.flatnonzero(~inside))
     best = np.concatenate([g[best_first(fused[g], pool)] for g in groups])
-    is_item = engine.slot_arrays()[1][slots[best]]
+    chosen = slots[best]
+    is_item = engine.slot_arrays()[1][chosen] | (engine.store.minute[chosen] < 0)  # no time
     turns, items = best[~is_item], best[is_item]
     info[turns] = normalise_max(engine.information(slots[turns].tolist()))
     info[items] = _median(info[turns]) if turns.size else 1.0
