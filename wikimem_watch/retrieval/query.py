@@ -221,9 +221,8 @@ def _information(engine: Engine, slots: I64, fused: F64, inside: B1, pool: int) 
     info = np.zeros(slots.size)
     groups = (np.flatnonzero(inside), np.flatnonzero(~inside))
     best = np.concatenate([g[best_first(fused[g], pool)] for g in groups])
-    chosen = slots[best]
-    is_item = engine.slot_arrays()[1][chosen] | (engine.store.minute[chosen] < 0)  # no time
-    turns, items = best[~is_item], best[is_item]
+    untimed = engine.store.minute[slots[best]] < 0  # wiki and note items have no time either
+    turns, items = best[~untimed], best[untimed]
     info[turns] = normalise_max(engine.information(slots[turns].tolist()))
     info[items] = _median(info[turns]) if turns.size else 1.0
     return info

@@ -26,20 +26,32 @@ Which = Literal["first", "last"]
 _ZH_NOUN = r"(?:对话|聊天|谈话|交谈)"
 _EN_NOUN = r"(?:conversation|chat)"
 _EN_VERB = r"(?:talked|spoke|chatted)"
-# (pattern, which conversation, whether it is a noun form)
-_RULES: tuple[tuple[LazyPattern, Which, bool], ...] = (
-    (LazyPattern(rf"(?:我们)?(?:第一次|头一次|初次)(?:的)?{_ZH_NOUN}"), "first", True),
-    (LazyPattern(rf"(?:我们)?(?:上次|上一次|上回)(?:我们)?(?:的)?{_ZH_NOUN}"), "last", True),
-    (LazyPattern(r"(?:我们)?(?:第一次|头一次|初次)聊"), "first", False),
-    (LazyPattern(r"(?:我们)?(?:上次|上一次|上回)(?:我们)?聊"), "last", False),
-    (LazyPattern(rf"\b(?:our|the) (?:very )?first {_EN_NOUN}\b", re.I), "first", True),
-    (LazyPattern(rf"\b(?:our|the) (?:last|previous) {_EN_NOUN}\b", re.I), "last", True),
+# (words one of which every match holds, pattern, which conversation, whether it is a noun
+# form): a query holding none of them costs substring tests, not a regex search per rule.
+_RULES: tuple[tuple[tuple[str, ...], LazyPattern, Which, bool], ...] = (
+    (("次",), LazyPattern(rf"(?:我们)?(?:第一次|头一次|初次)(?:的)?{_ZH_NOUN}"), "first", True),
     (
+        ("上",),
+        LazyPattern(rf"(?:我们)?(?:上次|上一次|上回)(?:我们)?(?:的)?{_ZH_NOUN}"),
+        "last",
+        True,
+    ),
+    (("次",), LazyPattern(r"(?:我们)?(?:第一次|头一次|初次)聊"), "first", False),
+    (("上",), LazyPattern(r"(?:我们)?(?:上次|上一次|上回)(?:我们)?聊"), "last", False),
+    (("first",), LazyPattern(rf"\b(?:our|the) (?:very )?first {_EN_NOUN}\b", re.I), "first", True),
+    (
+        ("last", "previous"),
+        LazyPattern(rf"\b(?:our|the) (?:last|previous) {_EN_NOUN}\b", re.I),
+        "last",
+        True,
+    ),
+    (
+        ("first",),
         LazyPattern(rf"\b(?:the )?first time we {_EN_VERB}\b|\bwhen we first {_EN_VERB}\b", re.I),
         "first",
         False,
     ),
-    (LazyPattern(rf"\b(?:the )?last time we {_EN_VERB}\b", re.I), "last", False),
+    (("last",), LazyPattern(rf"\b(?:the )?last time we {_EN_VERB}\b", re.I), "last", False),
 )
 
 
@@ -57,7 +69,10 @@ class SessionRef:
 def find_session(text: str) -> SessionRef | None:
     """The first or last conversation that ``text`` names, or None (also for a verb form
     with content words beside it: "the last time we talked about cooking")."""
-    for pattern, which, noun in _RULES:
+    folded = text.lower()
+    for needles, pattern, which, noun in _RULES:
+        if not any(n in folded for n in needles):
+            continue
         found = pattern.search(text)
         if found is None:
             continue
