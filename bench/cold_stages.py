@@ -8,8 +8,9 @@ For each size, a fresh process builds the index of a vault of ``bench/gen_vault.
 ``_prepare`` (read, hash, parse, tokenize), ``_swap`` and, inside it, ``add_many``,
 ``store.put``, ``flush`` and ``settle`` (the bulk layout, ADR-0019 addendum). A second fresh
 process builds once and reports wall and CPU time and ``ru_maxrss`` (ADR-0018's addendum
-measured the peak this way). To compare two trees, run it from each (``PYTHONPATH``) in
-turn. Medians; nothing here asserts a time.
+measured the peak this way), then writes the index snapshot and reports its time, the peak
+with it and the resident memory after it (ADR-0015's addendum). To compare two trees, run
+it from each (``PYTHONPATH``) in turn. Medians; nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -87,15 +88,41 @@ def stages(vault: str, scans: int) -> dict[str, float]:
 
 
 def peak(vault: str) -> dict[str, float]:
-    """One cold build in this (fresh) process: wall, CPU, peak RSS."""
+    """One cold build in this (fresh) process: wall, CPU, peak RSS; then the index snapshot
+    written (``write_snapshot``, as the daemon does once idle): its time, the peak with it
+    and the resident memory after it."""
+    from wikimem_watch.core.snapshot import write_snapshot
+
     build = _one_process()
     t0, c0 = time.perf_counter(), time.process_time()
-    build(vault)
-    return {
+    engine = build(vault)
+    out = {
         "wall_s": round(time.perf_counter() - t0, 3),
         "cpu_s": round(time.process_time() - c0, 3),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": _peak_mb(),
     }
+    with tempfile.TemporaryDirectory(prefix="wmw-stages-") as tmp:
+        t0 = time.perf_counter()
+        write_snapshot(engine, Path(tmp) / "index.snapshot")
+        out["snapshot_write_s"] = round(time.perf_counter() - t0, 3)
+    out["peak_rss_with_write_mb"] = _peak_mb()
+    out["rss_after_write_mb"] = _rss_mb()
+    return out
+
+
+def _peak_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _rss_mb() -> float:
+    """VmRSS (Linux), in MB; NaN elsewhere."""
+    try:
+        lines = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return float("nan")
+    return next(
+        (round(int(x.split()[1]) / 1024, 1) for x in lines if x.startswith("VmRSS")), float("nan")
+    )
 
 
 def _child(*argv: str) -> dict[str, float]:
