@@ -202,6 +202,7 @@ def test_an_idle_or_vanished_client_does_not_block_others(daemon: DaemonProc) ->
         t.join(30)
     idle.close()
     assert not errors
+    assert not any(t.is_alive() for t in threads), "every client got its 20 answers"
 
 
 def test_sigterm_removes_the_socket_and_lock_and_exits_0(daemon: DaemonProc) -> None:

@@ -125,11 +125,9 @@ def test_a_stop_does_not_wait_for_a_stuck_writer(
     runner.start()
     try:
         assert stuck.wait(10)
-        started = time.monotonic()
         daemon.request_stop()
         runner.join(15)
         assert not runner.is_alive(), "run() did not return while the writer was stuck"
-        assert time.monotonic() - started < 15
         assert not daemon.socket_path.exists()
     finally:
         daemon.request_stop()  # also when an assertion failed first: no thread left behind

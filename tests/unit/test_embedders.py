@@ -71,15 +71,18 @@ def test_long_text_splits_on_paragraphs_and_each_chunk_fits() -> None:
 def test_long_paragraph_splits_on_sentences_latin_and_cjk() -> None:
     english = " ".join(f"Sentence number {i} is here." for i in range(40))
     chunks = chunk_text(english, 120)
-    assert all(len(c) <= 120 and c.endswith(".") for c in chunks)
+    assert len(chunks) > 1 and all(len(c) <= 120 and c.endswith(".") for c in chunks)
+    assert " ".join(c.replace("\n", " ") for c in chunks).split() == english.split()
     chinese = "今天天气很好，我们去公园散步。" * 30
     zh_chunks = chunk_text(chinese, 100)
-    assert all(len(c) <= 100 and c.endswith("。") for c in zh_chunks)
+    assert len(zh_chunks) > 1 and all(len(c) <= 100 and c.endswith("。") for c in zh_chunks)
     assert "".join(zh_chunks).replace("\n", "") == chinese
 
 
 def test_sentence_longer_than_limit_is_cut_at_a_space_or_hard() -> None:
-    assert all(len(c) <= 50 for c in chunk_text("word " * 100, 50))
+    chunks = chunk_text("word " * 100, 50)
+    assert len(chunks) > 1 and all(len(c) <= 50 for c in chunks)
+    assert " ".join(chunks).split() == ["word"] * 100
     assert chunk_text("x" * 120, 50) == ["x" * 50, "x" * 50, "x" * 20]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from wikimem_watch.config import Config
 from wikimem_watch.core.engine import Engine
-from wikimem_watch.daemon.methods import METHODS
+from wikimem_watch.daemon.methods import METHODS, STOP_AFTER_REPLY
 from wikimem_watch.daemon.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -223,8 +223,11 @@ def test_an_unexpected_exception_is_logged_and_answered_without_its_details(
 
 
 def test_notifications_run_but_get_no_reply(service: FakeService) -> None:
-    reply, method = handle_line(service, encode_notification("status"))
-    assert reply is None and method == "status"
+    (service.engine.root / "kites.md").write_text("## Red\nA red kite.\n", encoding="utf-8")
+    assert "kites.md" not in service.engine.files
+    reply, method = handle_line(service, encode_notification("reindex"))
+    assert reply is None and method == "reindex"
+    assert "kites.md" in service.engine.files  # it ran
 
 
 def test_a_parse_error_is_answered_with_id_null(service: FakeService) -> None:
@@ -235,7 +238,12 @@ def test_a_parse_error_is_answered_with_id_null(service: FakeService) -> None:
         "id": None,
         "error": {"code": PARSE_ERROR, "message": json.loads(reply)["error"]["message"]},
     }
+    message = json.loads(reply)["error"]["message"]
+    assert isinstance(message, str) and message.strip()
 
 
 def test_shutdown_is_answered_before_the_daemon_stops(service: FakeService) -> None:
-    assert call(service, "shutdown")["result"]["stopping"] is True
+    reply, method = handle_line(service, line({"jsonrpc": "2.0", "id": 1, "method": "shutdown"}))
+    assert reply is not None and json.loads(reply)["result"]["stopping"] is True
+    # Answering does not stop: the server stops once the reply is written.
+    assert method in STOP_AFTER_REPLY and not service.stopped

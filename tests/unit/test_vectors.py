@@ -13,7 +13,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from wikimem_watch.core.parse import parse_note, text_hash
+from wikimem_watch.config import load_config
+from wikimem_watch.core.engine import Engine
+from wikimem_watch.core.parse import parse_note
 from wikimem_watch.vectors.cache import VectorCache
 from wikimem_watch.vectors.embedders import EmbedError
 from wikimem_watch.vectors.files import KEYS_FILE, atomic_write
@@ -95,16 +97,25 @@ def test_restart_over_unchanged_data_makes_zero_embed_calls(tmp_path: Path) -> N
 
 
 def test_rename_keeps_hashes_so_it_costs_zero_calls(tmp_path: Path) -> None:
-    # The cache is keyed by content hash: the same texts under new paths map to the same keys.
-    old_paths = {f"wiki/a{i}.md#x": t for i, t in enumerate(vault(10).values())}
-    new_paths = {f"moved/b{i}.md#x": t for i, t in enumerate(vault(10).values())}
+    # The cache is keyed by content hash: a note moved to another folder keeps its keys.
+    root = tmp_path / "vault"
+    (root / "wiki").mkdir(parents=True)
+    (root / "wiki" / "kites.md").write_text("## Red\nA red kite.\n\n## Blue\nA blue kite.\n")
+    engine = Engine(load_config(root, {"embed": "hash", "snapshot": False}))
+    engine.scan()
     emb = CountingEmbedder()
-    cache = open_cache(tmp_path, emb)
-    VectorSync(emb, cache).sync({content_hash(t): t for t in old_paths.values()})
-    emb.calls.clear()
-    VectorSync(emb, open_cache(tmp_path, emb)).sync(
-        {content_hash(t): t for t in new_paths.values()}
+    assert VectorSync(emb, open_cache(tmp_path / "cache", emb)).sync(engine.embedding_inputs())
+    assert emb.calls, "the first sync embedded the two items"
+    before = dict(engine.embedding_inputs())
+    (root / "notes").mkdir()
+    (root / "wiki" / "kites.md").rename(root / "notes" / "moved.md")
+    engine.apply(["wiki/kites.md", "notes/moved.md"])
+    assert (
+        list(engine.files) == ["notes/moved.md"] and len(engine.entries_of("notes/moved.md")) == 2
     )
+    assert dict(engine.embedding_inputs()) == before
+    emb.calls.clear()
+    VectorSync(emb, open_cache(tmp_path / "cache", emb)).sync(engine.embedding_inputs())
     assert emb.calls == []
 
 
@@ -517,9 +528,21 @@ def test_wiki_items_are_embedded_alone() -> None:
 
 
 def test_the_context_rule_is_part_of_the_cache_fingerprint(tmp_path: Path) -> None:
-    service = VectorService(HashEmbedder(dim=16), tmp_path)
-    assert service.cache.fingerprint["context"] == CONTEXT
-    assert text_hash("a") == text_hash("a") != text_hash("b")
+    # Vectors made under another rule for what goes into a vector are another model's.
+    embedder = HashEmbedder(dim=16)
+    for rule in (CONTEXT, CONTEXT + "-other"):
+        written = VectorCache(tmp_path / rule, {**embedder.fingerprint, "context": rule})
+        written.load()
+        VectorSync(embedder, written).sync(vault(3))
+    same, other = (
+        VectorService(embedder, tmp_path / CONTEXT),
+        VectorService(embedder, tmp_path / (CONTEXT + "-other")),
+    )
+    same.open()
+    other.open()
+    assert same.cache.fingerprint["context"] == CONTEXT
+    assert same.cache.state == "ready" and same.cache.usable
+    assert other.cache.state == "mismatch" and not other.cache.usable
 
 
 def test_missing_cache_dir_loads_empty_and_is_created_on_first_write(tmp_path: Path) -> None:
