@@ -125,3 +125,53 @@ def test_help_says_which_commands_work_without_a_daemon() -> None:
         assert f"wikimem-watch {name}" in README
     assert "--dry-run" in choices["reindex"].format_help() and "--dry-run" in README
     assert "--verbose" in choices["check"].format_help() and "--verbose" in README
+
+
+def _implementation_lines(adr: str) -> str:
+    """The text of an ADR's ``- Implementation:`` header item (it may wrap)."""
+    lines = adr.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("- Implementation:")), None)
+    if start is None:
+        return ""
+    out = [lines[start]]
+    for ln in lines[start + 1 :]:
+        if not ln.startswith("  "):
+            break
+        out.append(ln)
+    return " ".join(out)
+
+
+def test_every_adr_cites_files_and_names_that_exist() -> None:
+    """An ADR's Implementation line names files and names that exist. A bare file name is
+    read as a reader reads it: beside the last path cited before it."""
+    root = DOCS.parent
+    sources = "\n".join(
+        p.read_text(encoding="utf-8")
+        for folder in ("wikimem_watch", "tests")
+        for p in sorted((root / folder).rglob("*.py"))
+    )
+    for adr in sorted((DOCS / "adr").glob("*.md")):
+        folder = root / "wikimem_watch"
+        for token in re.findall(r"`([^`]+)`", _implementation_lines(adr.read_text("utf-8"))):
+            path = token.split("::")[0].split(" ")[0]
+            if path.startswith(("$", "~", "[")) or "*" in path:
+                continue
+            if re.search(r"\.(py|md|toml)$", path) or "/" in path:
+                hits = [c for c in (root / path, root / "wikimem_watch" / path, folder / path)]
+                found = next((c for c in hits if c.exists()), None)
+                assert found, f"{adr.name} cites {token!r}, which does not exist"
+                folder = found if found.is_dir() else found.parent
+                continue
+            if not re.fullmatch(r"[A-Za-z_]\w*(\.\w+)*", token) or token.isupper():
+                continue  # a value, a flag or an OS constant, not one of our names
+            names = {re.escape(token), token.split(".")[-1]}  # "e.vkey" is a literal
+            assert any(
+                re.search(rf"(def|class)\s+{n}\b|\b{n}\s*(:[^=\n]*)?=|[\"']{n}[\"']", sources)
+                for n in names
+            ), f"{adr.name} cites {token!r}, defined nowhere"
+
+
+def test_the_hello_example_lists_every_method() -> None:
+    replies = [ln[2:] for ln in PROTOCOL.splitlines() if ln.startswith("← ")]
+    hello = next(json.loads(r)["result"] for r in replies if '"capabilities"' in r)
+    assert hello["capabilities"] == sorted(SERVER_METHODS)

@@ -6,7 +6,7 @@ response line (none for a notification). A connection never blocks another, and 
 
 - reads wait only on their own socket, and at most ``idle_timeout_s`` since the
   connection's last complete request (a silent socket, or one trickling a partial line, is
-  closed; a connection marked ``idle_exempt`` — a future ``subscribe`` — is kept);
+  closed; a connection marked ``idle_exempt``, one holding a ``subscribe``, is kept);
 - writes time out (a client that stops reading is dropped);
 - at ``max_connections`` a newcomer is admitted by closing the connection idle the longest
   (never one in the middle of a request); only when every connection is busy is the
