@@ -4,6 +4,7 @@ Run::
 
     .venv/bin/python bench/soak.py --minutes 2 --entries 100000
     .venv/bin/python bench/soak.py --minutes 1 --entries 10000      # a quick run
+    .venv/bin/python bench/soak.py --minutes 2 --entries 10000 --only queries,edits,writes
 
 Generates a vault with ``bench/gen_vault.py`` in a temp dir, starts ``wikimem-watch serve``
 on a Unix socket there (loopback only, nothing leaves the machine) and, until the time is
@@ -11,9 +12,11 @@ up, runs at once:
 
 - **queries**: one client asking mixed questions (with and without time words) in a loop;
   each latency is recorded, every error or refused connection counted;
-- **edits**: a writer appending a diary entry or rewriting a wiki item every 200 ms;
-- **writes**: an agent calling ``append_diary`` and ``upsert_wiki`` through the daemon
-  every 300 ms (``write ok`` / ``write error``);
+- **edits**: a writer appending a diary entry (to a day file cut back to its first content
+  every 40 appends) or rewriting a wiki item, every 200 ms;
+- **writes**: an agent calling ``append_diary`` (spread over the month's days) and
+  ``upsert_wiki`` (twenty items, rewritten) through the daemon every 300 ms (``write ok`` /
+  ``write error``);
 - **abusers**, each in a bounded loop: silent sockets that never send, garbage bytes,
   huge lines (over ``max_request_bytes``), deeply nested JSON, NaN numbers, trickled
   half-lines, and slow readers that request big results and never read them.
@@ -116,11 +119,17 @@ class Soak:
                 time.sleep(0.05)
 
     def edits(self) -> None:
+        """A person editing: entries appended to a day file, which is cut back to what it held
+        every ``DAY_ENTRIES`` appends (so the live data stays the same size, and the RSS
+        shows what the churn costs), and a wiki item rewritten."""
         n = 0
+        day = self.vault / "diary" / "2026-11-28.md"
+        original = day.read_bytes() if day.exists() else b""
         while self.live():
             n += 1
             if n % 2:
-                day = self.vault / "diary" / "2026-11-28.md"
+                if n % (2 * DAY_ENTRIES) == 1:
+                    day.write_bytes(original)
                 with day.open("a", encoding="utf-8") as fh:
                     fh.write(f"\n## 23:{n % 60:02d}\nsoak edit {n} about kites and 风筝\n")
             else:
@@ -139,10 +148,12 @@ class Soak:
                 while self.live():
                     n += 1
                     if n % 2:
-                        params = {"text": f"agent note {n} about tides", "date": "2026-11-27"}
+                        date = f"2026-11-{1 + (n // 2) % 27:02d}"  # spread over days, as in use
+                        params = {"text": f"agent note {n} about tides", "date": date}
                         reply = call(sock, reader, "append_diary", params)
                     else:
-                        params = {"file": "soak", "name": "agent", "text": f"revision {n}"}
+                        name = f"agent {n % 20}"  # a bounded set of items, rewritten
+                        params = {"file": "soak", "name": name, "text": f"revision {n}"}
                         reply = call(sock, reader, "upsert_wiki", params)
                     self.count("write ok" if "result" in reply else "write error")
                     time.sleep(0.3)
@@ -232,6 +243,12 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=2.0)
     ap.add_argument("--entries", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--only",
+        default="",
+        help="comma-separated workers to run (default all): queries, edits, writes, silent, "
+        "garbage, huge, nested, nan, trickle, slow_reader",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="wmw-soak-") as tmp:
         vault = Path(tmp) / "vault"
@@ -255,6 +272,21 @@ def main() -> int:
                 proc.wait(5)
 
 
+DAY_ENTRIES = 40  # soak entries a day file holds before it is cut back
+WORKERS = (
+    "queries",
+    "edits",
+    "writes",
+    "silent",
+    "garbage",
+    "huge",
+    "nested",
+    "nan",
+    "trickle",
+    "slow_reader",
+)
+
+
 def wait_ready(proc: subprocess.Popen[bytes], sock: Path) -> float:
     started = time.monotonic()
     while proc.poll() is None and time.monotonic() - started < 600:
@@ -275,14 +307,18 @@ def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], sock: Path, vau
         f"daemon ready in {wait_ready(proc, sock):.1f}s; soaking {args.minutes:g} min", flush=True
     )
     soak = Soak(sock, vault, time.monotonic() + args.minutes * 60)
+    chosen = set(args.only.split(",")) if args.only else set(WORKERS)
+    if unknown := chosen - set(WORKERS):
+        raise SystemExit(f"--only: unknown workers {sorted(unknown)}; choose from {WORKERS}")
     workers = [
-        threading.Thread(target=soak.queries),
-        threading.Thread(target=soak.edits),
-        threading.Thread(target=soak.writes),
+        threading.Thread(target=getattr(soak, name))
+        for name in ("queries", "edits", "writes")
+        if name in chosen
     ]
-    for name in ("silent", "garbage", "huge", "nested", "nan", "trickle", "slow_reader"):
-        act = getattr(soak, name)
-        workers.append(threading.Thread(target=soak.abuse, args=(name, act)))
+    for name in WORKERS[3:]:
+        if name in chosen:
+            act = getattr(soak, name)
+            workers.append(threading.Thread(target=soak.abuse, args=(name, act)))
     for w in workers:
         w.start()
     rss: list[tuple[float, int]] = []
