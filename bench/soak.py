@@ -50,6 +50,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from gen_vault import generate  # noqa: E402
 
+from wikimem_watch.daemon.service import SNAPSHOT_IDLE_S  # noqa: E402
+
 QUESTIONS = [
     "coffee with Ann",
     "what happened yesterday",
@@ -255,7 +257,9 @@ def main() -> int:
         print(f"generating {args.entries} entries ...", flush=True)
         generate(vault, args.entries, seed=args.seed)
         sock = Path(tmp) / "d.sock"
-        env = dict(os.environ, XDG_CONFIG_HOME=str(Path(tmp) / "xdg"))
+        env = dict(  # the index snapshot too goes to the temp dir
+            os.environ, XDG_CONFIG_HOME=str(Path(tmp) / "xdg"), XDG_CACHE_HOME=str(Path(tmp) / "c")
+        )
         proc = subprocess.Popen(
             [sys.executable, "-m", "wikimem_watch", "serve", str(vault), "--socket", str(sock)],
             env=env,
@@ -354,6 +358,14 @@ def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], sock: Path, vau
             f"daemon still answering: state {status['state']}, entries "
             f"{status['entries']['total']}, socket limits {status['socket_limits']}"
         )
+        # Idle, the daemon writes its snapshot and hands free heap back: what RSS is then
+        # tells the churn's retained free heap from what the index holds.
+        time.sleep(SNAPSHOT_IDLE_S + 3)
+        if proc.poll() is None:
+            print(
+                f"RSS {SNAPSHOT_IDLE_S + 3:.0f} s after the load stopped: "
+                f"{rss_kib(proc.pid) / 1024:.0f} MiB"
+            )
     else:
         print("DAEMON DIED OR STOPPED ANSWERING")
     return 0 if alive and status else 1
