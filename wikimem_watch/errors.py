@@ -36,3 +36,20 @@ class DaemonUnavailable(WatchError):
     """No daemon answers on the socket for this vault."""
 
     code = -32002
+
+
+def require_text(value: str, field: str) -> str:
+    """``value`` unchanged when it is text that UTF-8 can hold; else :class:`BadRequest`.
+
+    A JSON ``"\\ud800"`` escape, or bytes that are not UTF-8 read with ``surrogateescape``
+    (a shell argument, a line of stdin), give a string with a lone surrogate, which no file,
+    socket reply or terminal can take."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = f"U+{ord(value[exc.start]):04X}"
+        raise BadRequest(
+            f'"{field}" is not valid text: a lone surrogate ({bad}) at character {exc.start}; '
+            "send UTF-8"
+        ) from None
+    return value

@@ -200,6 +200,10 @@ def test_bad_writes_are_refused_and_write_nothing(vault: Path, daemon: DaemonPro
             ("upsert_wiki", {"file": "Bad Name", "name": "a", "text": "b"}),
             ("upsert_wiki", {"file": "ok", "name": "a:b", "text": "b"}),
             ("delete_wiki", {"file": "nosuch", "name": "a"}),
+            ("append_diary", {"text": "bytes \udcff of no text"}),  # a lone surrogate
+            ("upsert_wiki", {"file": "ok", "name": "a\ud800", "text": "b"}),
+            # the year 10000 in Shanghai: refused, not an internal error
+            ("append_diary", {"text": "x", "ts": "9999-12-31T23:59+00:00", "tz": "Asia/Shanghai"}),
         ]:
             reply = rpc.call(method, params)
             assert "error" in reply, (method, params, reply)

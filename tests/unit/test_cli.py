@@ -69,6 +69,28 @@ def test_batch_mode_answers_every_line_in_order_and_exits_1_when_one_failed() ->
     assert "火锅" in results[5]["hits"][0]["text"]
 
 
+def test_batch_mode_answers_lines_that_are_not_text_or_nest_too_deep_and_goes_on() -> None:
+    lines = [
+        '{"q": "\\ud800 dentist"}',  # a JSON escape of a lone surrogate
+        "[" * 100_000 + "]" * 100_000,
+        json.dumps({"q": "火锅", "k": 1}),
+    ]
+    raw = ("\n".join(lines) + "\n").encode() + b'{"q": "\xff\xfe"}\n'  # not UTF-8
+    out = subprocess.run(
+        [sys.executable, "-m", "wikimem_watch", "query", "--vault", str(EXAMPLE), "--json", "-"],
+        input=raw,
+        capture_output=True,
+        timeout=60,
+    )
+    results = [json.loads(x) for x in out.stdout.decode().splitlines()]
+    assert out.returncode == 1 and b"Traceback" not in out.stderr
+    assert len(results) == 4
+    assert "lone surrogate" in results[0]["error"]["message"]
+    assert results[1]["error"] == {"code": -32700, "message": "bad JSON: nested too deeply"}
+    assert "火锅" in results[2]["hits"][0]["text"]
+    assert "not valid text" in results[3]["error"]["message"]
+
+
 def test_batch_mode_exits_0_when_every_line_was_answered() -> None:
     lines = json.dumps({"q": "dentist"}) + "\n" + json.dumps({"q": "zzzyyyxxx"}) + "\n"
     out = cli("query", "--vault", str(EXAMPLE), "--json", "-", stdin=lines)
@@ -212,3 +234,12 @@ def test_parsing_through_one_commands_parser_prints_and_returns_what_the_full_pa
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert outcome(parse_args, argv, capsys) == outcome(full_parse, argv, capsys)
+
+
+def test_a_write_stamped_in_the_year_1_names_its_day_file_with_four_digits(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "diary").mkdir()
+    out = cli("write", "diary", "--vault", str(tmp_path), "--ts", "0001-01-01T00:00+00:00", "x")
+    assert out.returncode == 0, out.stderr
+    assert [p.name for p in (tmp_path / "diary").iterdir()] == ["0001-01-01.md"]

@@ -58,3 +58,15 @@ def test_text_that_would_break_the_section_structure_is_refused(text: str) -> No
 
 def test_metadata_values_cannot_split_or_close_the_comment() -> None:
     assert edit.render_meta("a|b", "c-->d", None) == "<!-- wikimem: owner=a/b | source=c--d -->"
+
+
+@pytest.mark.parametrize("field", ["text", "name", "owner"])
+def test_text_that_utf8_cannot_hold_is_refused_before_anything_is_written(field: str) -> None:
+    bad = "bytes \udcff from a shell"
+    with pytest.raises(BadRequest, match=f'"{field}" is not valid text'):
+        if field == "text":
+            edit.check_body(bad)
+        elif field == "name":
+            edit.check_name(bad)
+        else:
+            edit.render_meta(bad, None, None)

@@ -195,6 +195,7 @@ def test_reindex_passes_dry_run_to_the_service(service: FakeService) -> None:
         ("day", {"date": "yesterday"}, INVALID_PARAMS),
         ("day", {}, INVALID_PARAMS),
         ("days", {"start": 5}, INVALID_PARAMS),
+        ("days", {"start": "2026-11-20", "end": "2026-11-01"}, INVALID_PARAMS),
         ("status", {"verbose": True}, INVALID_PARAMS),
         ("note", {"path": "missing.md"}, NotFound.code),
         ("backlinks", {"path": "missing.md"}, NotFound.code),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -58,3 +59,26 @@ def test_an_oversized_question_is_refused_and_the_message_stays_short() -> None:
     with pytest.raises(BadRequest) as info:
         QueryRequest.from_dict({"q": "x", "kinds": ["y" * 100_000]})
     assert len(info.value.message) < 300
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"q": "\ud800 dentist"}, '"q" is not valid text: a lone surrogate (U+D800)'),
+        ({"q": "dentist", "tags": ["ok", "\udcff"]}, '"tags" is not valid text'),
+        ({"q": "dentist", "tz": "Asia/\udcffShanghai"}, '"tz" is not valid text'),
+        ({"q": "dentist", "time_range": "上周\udcff"}, '"time_range" is not valid text'),
+    ],
+)
+def test_text_that_utf8_cannot_hold_is_refused_naming_the_field(
+    fields: dict[str, object], needle: str
+) -> None:
+    with pytest.raises(BadRequest, match=re.escape(needle)):
+        QueryRequest.from_dict(fields)
+
+
+def test_a_range_with_a_third_part_is_refused() -> None:
+    with pytest.raises(BadRequest, match="expected START..END"):
+        QueryRequest.from_dict({"q": "x", "time_range": "2026-11-01..2026-11-07..garbage"})
+    ok = QueryRequest.from_dict({"q": "x", "time_range": "2026-11-01..2026-11-07"})
+    assert ok.time_range is not None and str(ok.time_range[1]) == "2026-11-07"  # type: ignore[index]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import BadRequest
+from ..errors import BadRequest, require_text
 from .headings import headings
 from .parse import front_matter_lines
 
@@ -54,7 +54,7 @@ def check_name(name: object) -> str:
     """An item name: any language, whitespace collapsed, none of ``[[ ]] : | #``."""
     if not isinstance(name, str):
         raise BadRequest(f'"name" must be a string, got {name!r}')
-    cleaned = " ".join(name.split())
+    cleaned = " ".join(require_text(name, "name").split())
     if not cleaned:
         raise BadRequest('"name" is empty: an item needs a name (any language)')
     bad = [tok for tok in _RESERVED if tok in cleaned]
@@ -80,7 +80,7 @@ def check_body(text: object) -> str:
     metadata comment of its own, no NUL)."""
     if not isinstance(text, str):
         raise BadRequest(f'"text" must be a string, got {text!r}')
-    body = "\n".join(_BREAK.split(text.strip()))
+    body = "\n".join(_BREAK.split(require_text(text, "text").strip()))
     if not body.strip():
         raise BadRequest('"text" is empty: there is nothing to write')
     if "\x00" in body:
@@ -109,7 +109,7 @@ def render_meta(owner: str | None, source: str | None, ts: str | None) -> str:
     for key, value in (("owner", owner), ("source", source), ("ts", ts)):
         if value is None:
             continue
-        clean = " ".join(value.replace("|", "/").replace("-->", "--").split())
+        clean = " ".join(require_text(value, key).replace("|", "/").replace("-->", "--").split())
         if clean:
             fields.append(f"{key}={clean}")
     return f"<!-- wikimem: {' | '.join(fields)} -->" if fields else ""

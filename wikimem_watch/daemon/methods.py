@@ -120,6 +120,8 @@ def m_query(service: Service, params: Params) -> object:
 def m_days(service: Service, params: Params) -> object:
     _only(params, ("start", "end"))
     start, end = _day(params, "start", False), _day(params, "end", False)
+    if start is not None and end is not None and start > end:
+        raise BadRequest(f"start {start} is after end {end}")
     counts = service.engine.day_counts(start, end)
     return {"days": [{"date": d, "entries": n} for d, n in counts]}
 

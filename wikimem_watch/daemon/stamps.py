@@ -47,14 +47,19 @@ def when(
             raise BadRequest(
                 f'"tz" must be an IANA time zone like "Asia/Shanghai", got {tz!r}'
             ) from None
-    if ts is not None:
-        instant = datetime.fromisoformat(check_ts(ts).replace("Z", "+00:00"))
-        if instant.tzinfo is None:
-            instant = instant.replace(tzinfo=zone) if zone else instant.astimezone()
-    else:
-        instant = datetime.now(zone).astimezone(zone)
-        ts = instant.isoformat(timespec="seconds")
-    local = instant.astimezone(zone)
+    try:
+        if ts is not None:
+            instant = datetime.fromisoformat(check_ts(ts).replace("Z", "+00:00"))
+            if instant.tzinfo is None:
+                instant = instant.replace(tzinfo=zone) if zone else instant.astimezone()
+        else:
+            instant = datetime.now(zone).astimezone(zone)
+            ts = instant.isoformat(timespec="seconds")
+        local = instant.astimezone(zone)
+    except OverflowError:  # 9999-12-31T23:59+00:00 is the year 10000 in Shanghai
+        raise BadRequest(
+            f'"ts" {ts!r} falls outside the years 1 to 9999 in the local time zone'
+        ) from None
     if date is not None:
         if not _DATE.match(date):
             raise BadRequest(f'"date" must be YYYY-MM-DD, got {date!r}')
@@ -62,6 +67,6 @@ def when(
             _date.fromisoformat(date)
         except ValueError:
             raise BadRequest(f'"date" {date!r} is not a calendar day') from None
-    day = date if date is not None else local.strftime("%Y-%m-%d")
+    day = date if date is not None else local.date().isoformat()  # strftime: "1-01-01"
     hhmm = edit.check_time(time_) if time_ is not None else local.strftime("%H:%M")
     return ts, day, hhmm

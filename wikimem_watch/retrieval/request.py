@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from ..errors import BadRequest
+from ..errors import BadRequest, require_text
 
 KINDS = ("diary", "wiki")
 WEIGHT_KEYS = ("bm25", "vector", "recency", "previous", "question", "information")
@@ -58,7 +58,7 @@ class QueryRequest:
         if len(q) > MAX_TEXT_CHARS:
             raise BadRequest(f'"q" is {len(q)} characters; at most {MAX_TEXT_CHARS} are accepted')
         return cls(
-            q=q,
+            q=require_text(q, "q"),
             k=_int(data, "k", 10, lo=1, hi=MAX_K),
             kinds=_kinds(data.get("kinds")),
             paths=_strs(data, "paths"),
@@ -89,8 +89,11 @@ def parse_time_range_field(value: object) -> tuple[date, date] | str | None:
     if value is None:
         return None
     if isinstance(value, str):
+        require_text(value, "time_range")
         if ".." in value:
             start, _, end = value.partition("..")
+            if ".." in end:
+                raise BadRequest(f"time_range: expected START..END, got {_short(value)}")
             return _pair(parse_date(start, "time_range"), parse_date(end, "time_range"))
         if not value.strip():
             raise BadRequest("time_range: empty string; give [start, end] or an expression")
@@ -181,7 +184,7 @@ def _opt_str(data: Mapping[str, object], key: str) -> str | None:
     value = data.get(key)
     if value is not None and not isinstance(value, str):
         raise BadRequest(f"{key}: expected a string, got {_short(value)}")
-    return value
+    return value if value is None else require_text(value, key)
 
 
 def _strs(data: Mapping[str, object], key: str) -> tuple[str, ...]:
@@ -189,9 +192,9 @@ def _strs(data: Mapping[str, object], key: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        return (value,)
+        return (require_text(value, key),)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
+        return tuple(require_text(v, key) for v in value)
     raise BadRequest(f"{key}: expected a string or a list of strings, got {_short(value)}")
 
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import WatchError
+from ..errors import WatchError, require_text
 from .access import answer, call, config_from_args, daemon_or_none, open_engine, say_in_process
 from .client import Client, RemoteError
 from .output import (
@@ -82,11 +82,13 @@ def _batch(answer_one: Callable[[Any], dict[str, Any]]) -> int:
             if not line.strip():
                 out = {"error": {"code": -32600, "message": "empty line: expected a JSON object"}}
             else:
-                out = answer_one(json.loads(line))
+                out = answer_one(json.loads(require_text(line, "line")))
         except json.JSONDecodeError as exc:
             out = {
                 "error": {"code": -32700, "message": f"bad JSON: {exc.msg} at column {exc.colno}"}
             }
+        except RecursionError:
+            out = {"error": {"code": -32700, "message": "bad JSON: nested too deeply"}}
         except WatchError as exc:
             out = {"error": {"code": exc.code, "message": exc.message}}
         failed = failed or "error" in out
