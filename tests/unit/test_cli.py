@@ -243,3 +243,14 @@ def test_a_write_stamped_in_the_year_1_names_its_day_file_with_four_digits(
     out = cli("write", "diary", "--vault", str(tmp_path), "--ts", "0001-01-01T00:00+00:00", "x")
     assert out.returncode == 0, out.stderr
     assert [p.name for p in (tmp_path / "diary").iterdir()] == ["0001-01-01.md"]
+
+
+def test_journal_says_how_many_lines_it_skipped(tmp_path: Path) -> None:
+    good = {"ts": "2026-07-21T08:31:10+00:00", "action": "edit", "path": "a.md", "by": "external"}
+    (tmp_path / "journal.jsonl").write_bytes(
+        json.dumps(good).encode() + b"\nnot json\n\xff\xfe\n[1, 2]\n"
+    )
+    out = cli("journal", "--vault", str(tmp_path), "--limit", "10")
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(x) for x in out.stdout.splitlines()] == [good]
+    assert "skipped 3 journal line(s) that are not JSON objects" in out.stderr

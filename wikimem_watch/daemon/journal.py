@@ -146,8 +146,9 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
     for ln in lines:
         try:
             obj = json.loads(ln)
-        except ValueError:
-            continue
+        except ValueError:  # also bytes that are not UTF-8
+            obj = None
         if isinstance(obj, dict):
             entries.append(obj)
-    return {"entries": entries, "cursor": cursor, "reset": reset}
+    skipped = len(lines) - len(entries)  # not a JSON object: a hand edit, a torn copy
+    return {"entries": entries, "cursor": cursor, "reset": reset, "skipped": skipped}

@@ -73,6 +73,12 @@ def journal_command(args: argparse.Namespace) -> int:
     while True:
         for entry in page["entries"]:
             print(json.dumps(entry, ensure_ascii=False), flush=True)
+        if page.get("skipped"):
+            n = page["skipped"]
+            print(
+                f"wikimem-watch: skipped {n} journal line(s) that are not JSON objects",
+                file=sys.stderr,
+            )
         if not args.follow:
             return EXIT_OK
         time.sleep(FOLLOW_POLL_S) if not page["entries"] else None
