@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from daemon_harness import DaemonProc, Rpc, eventually
 
-from wikimem_watch.shells.client import Client
+from wikimem_watch.shells.client import Client, RemoteError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -65,6 +65,16 @@ def test_the_python_client_reopens_a_connection_the_daemon_closed_while_idle(
         eventually(lambda: daemon.result("status")["connections"] == 1, "idle client dropped")
         assert client.call("hello"), "the request after an idle close still works"
         assert client.reconnects == 1
+
+
+def test_the_python_client_reports_the_size_limit_not_a_broken_pipe(
+    daemon: DaemonProc,
+) -> None:
+    with Client(daemon.sock) as client:
+        with pytest.raises(RemoteError, match="max_request_bytes") as caught:
+            client.call("query", {"q": "a " * 1_000_000})  # 2 MB, over the 1 MiB limit
+        assert caught.value.code == -32600
+        assert client.call("hello"), "the next request reconnects"
 
 
 def test_silent_sockets_at_max_connections_never_lock_a_client_out(

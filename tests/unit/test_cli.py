@@ -254,3 +254,10 @@ def test_journal_says_how_many_lines_it_skipped(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert [json.loads(x) for x in out.stdout.splitlines()] == [good]
     assert "skipped 3 journal line(s) that are not JSON objects" in out.stderr
+
+
+def test_a_socket_no_daemon_serves_is_named_before_answering_in_process(tmp_path: Path) -> None:
+    sock = tmp_path / "nobody.sock"
+    out = cli("query", "--vault", str(EXAMPLE), "--socket", str(sock), "--json", "dentist")
+    assert out.returncode == 0 and json.loads(out.stdout)["hits"]
+    assert f"no daemon is listening on {str(sock)!r}; answering in-process" in out.stderr

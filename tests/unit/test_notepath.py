@@ -33,6 +33,9 @@ def engine(tmp_path: Path) -> Engine:
         "wiki/people",  # as an Obsidian link
         "people",
         "People",  # the note's title
+        "[[people]]",  # a link pasted whole
+        "[[people#Ann|her]]",
+        "![[wiki/people]]",
     ],
 )
 def test_a_note_path_is_read_as_people_type_it(engine: Engine, typed: str) -> None:
@@ -54,3 +57,13 @@ def test_a_path_outside_the_vault_is_a_clear_error_not_silently_shortened(
 def test_a_name_that_matches_no_note_says_what_paths_look_like(engine: Engine) -> None:
     with pytest.raises(NotFound, match="vault-relative path such as wiki/people.md"):
         resolve_note_path(engine, "wiki/nobody.md")
+
+
+def test_the_vault_itself_is_not_a_note_and_says_so(engine: Engine) -> None:
+    with pytest.raises(BadRequest, match="is the vault itself; name a note inside it"):
+        resolve_note_path(engine, str(engine.root))
+
+
+def test_a_link_to_nothing_says_it_names_no_note(engine: Engine) -> None:
+    with pytest.raises(NotFound, match="names no indexed note"):
+        resolve_note_path(engine, "[[nobody]]")

@@ -3,8 +3,8 @@
 ``note``, ``links`` and ``backlinks`` (socket and CLI alike) accept what people type:
 ``wiki/people.md``, ``./wiki/people.md``, ``vault/wiki/people.md`` (the vault folder's own
 name first), an absolute path inside the vault, and Obsidian-style ``wiki/people`` or
-``people`` (resolved as a ``[[link]]`` is). A path that leads outside the vault is an error
-that says so, never silently shortened.
+``people`` (resolved as a ``[[link]]`` is), or the link itself, ``[[people]]``. A path that
+leads outside the vault is an error that says so, never silently shortened.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import posixpath
 from pathlib import Path, PurePosixPath
 
 from ..errors import BadRequest, NotFound
+from .parse import parse_link
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,6 +27,12 @@ def resolve_note_path(engine: Engine, raw: str) -> str:
     Raises BadRequest for a path outside the vault and NotFound when no note matches.
     """
     text = raw.strip().replace(os.sep, "/")
+    if text.lstrip("!").startswith("[[") and text.endswith("]]"):  # a link, pasted whole
+        link = parse_link(text.lstrip("!")[2:-2], embed=False)
+        entries = engine.resolve(link) if link is not None else []
+        if entries:
+            return entries[0].path
+        raise NotFound(f"{raw!r} names no indexed note")
     if PurePosixPath(text).is_absolute():
         rel = _inside_vault(engine.root, text, raw)
     else:
@@ -51,7 +58,7 @@ def _inside_vault(root: Path, text: str, raw: str) -> str:
     """An absolute path as a vault-relative one (symlinks on the way resolved), or an error."""
     for base, path in ((str(root), os.path.abspath(text)), _real(root, text)):
         if path == base:
-            break
+            raise BadRequest(f"{raw!r} is the vault itself; name a note inside it")
         if path.startswith(base.rstrip("/") + "/"):
             return path[len(base.rstrip("/")) + 1 :]
     raise BadRequest(f"{raw!r} is outside the vault {str(root)!r}")

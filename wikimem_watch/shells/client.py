@@ -142,7 +142,11 @@ class Client:
         except TimeoutError:
             raise DaemonUnavailable(f"the daemon did not answer {method!r} in time") from None
         except OSError as exc:
-            raise DaemonUnavailable(f"lost the connection to the daemon: {exc}") from None
+            # The daemon may have answered and closed before reading it all (a request over
+            # its size limit): its answer says why, where the broken pipe would not.
+            line = self._answer_left() or b""
+            if not line:
+                raise DaemonUnavailable(f"lost the connection to the daemon: {exc}") from None
         if not line:
             raise DaemonUnavailable("the daemon closed the connection")
         try:
@@ -159,6 +163,14 @@ class Client:
         if response.id != request_id:
             raise DaemonUnavailable(f"reply id {response.id!r} does not match {request_id}")
         return response.result
+
+    def _answer_left(self) -> bytes | None:
+        """A line the daemon sent before it closed the connection, if one is waiting."""
+        try:
+            self._sock.settimeout(0.5)
+            return self._reader.readline()
+        except OSError:
+            return None
 
     def close(self) -> None:
         self._reader.close()
