@@ -171,6 +171,8 @@ class Client:
             return self._reader.readline()
         except OSError:
             return None
+        finally:
+            self._sock.settimeout(self.timeout_s)
 
     def close(self) -> None:
         self._reader.close()
