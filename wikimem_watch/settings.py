@@ -320,6 +320,8 @@ def resolve_settings(
     root = Path(vault).expanduser()
     if not root.is_dir():
         raise ConfigError(f"vault {str(root)!r} is not a directory")
+    if os.path.realpath(root) == os.path.realpath(os.sep):  # a scan would read every disk
+        raise ConfigError(f"vault {str(root)!r} is the whole file system; give your vault's folder")
     user, endpoints = _read_user_file(user_config_path())
     env = _env_values(user, endpoints)
     if os.environ.get("WIKIMEM_SOCK"):

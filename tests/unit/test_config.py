@@ -61,6 +61,11 @@ def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:
         load_config(tmp_path / "nope")
 
 
+def test_the_file_system_root_is_refused_as_a_vault() -> None:
+    with pytest.raises(ConfigError, match="is the whole file system"):
+        load_config("/")
+
+
 def test_following_external_symlinks_comes_from_a_flag_or_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
