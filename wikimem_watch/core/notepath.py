@@ -14,6 +14,7 @@ import posixpath
 from pathlib import Path, PurePosixPath
 
 from ..errors import BadRequest, NotFound
+from .models import Link
 from .parse import parse_link
 
 TYPE_CHECKING = False
@@ -29,10 +30,10 @@ def resolve_note_path(engine: Engine, raw: str) -> str:
     text = raw.strip().replace(os.sep, "/")
     if text.lstrip("!").startswith("[[") and text.endswith("]]"):  # a link, pasted whole
         link = parse_link(text.lstrip("!")[2:-2], embed=False)
-        entries = engine.resolve(link) if link is not None else []
-        if entries:
-            return entries[0].path
-        raise NotFound(f"{raw!r} names no indexed note")
+        linked = _by_link(engine, link) if link is not None else None
+        if linked is None:
+            raise NotFound(f"{raw!r} names no indexed note")
+        return linked
     if PurePosixPath(text).is_absolute():
         rel = _inside_vault(engine.root, text, raw)
     else:
@@ -70,7 +71,11 @@ def _real(root: Path, text: str) -> tuple[str, str]:
 
 def _by_name(engine: Engine, rel: str) -> str | None:
     """``wiki/people`` or ``people`` (or a title or alias), as a link would resolve it."""
-    from .models import Link
+    return _by_link(engine, Link(rel))
 
-    entries = engine.resolve(Link(rel))
-    return entries[0].path if entries else None
+
+def _by_link(engine: Engine, link: Link) -> str | None:
+    """The note ``link`` points at, or None when it resolves to nothing."""
+    with engine.lock:  # the slot and its path read together
+        slots = engine.resolve_slots(link)
+        return engine.store.path[slots[0]] if slots else None
