@@ -14,9 +14,9 @@ up, runs at once:
   each latency is recorded, every error or refused connection counted;
 - **edits**: a writer appending a diary entry (to a day file cut back to its first content
   every 40 appends) or rewriting a wiki item, every 200 ms;
-- **writes**: an agent calling ``append_diary`` (spread over the month's days) and
-  ``upsert_wiki`` (twenty items, rewritten) through the daemon every 300 ms (``write ok`` /
-  ``write error``);
+- **writes**: an agent calling ``append_diary`` (spread over the month's days, each day put
+  back as it was, by hand, once it holds 10 of them) and ``upsert_wiki`` (twenty items,
+  rewritten) through the daemon every 300 ms (``write ok`` / ``write error``);
 - **abusers**, each in a bounded loop: silent sockets that never send, garbage bytes,
   huge lines (over ``max_request_bytes``), deeply nested JSON, NaN numbers, trickled
   half-lines, and slow readers that request big results and never read them.
@@ -141,8 +141,13 @@ class Soak:
             time.sleep(0.2)
 
     def writes(self) -> None:
-        """An agent writing through the daemon: diary entries and a wiki item, every 300 ms."""
+        """An agent writing through the daemon: diary entries and a wiki item, every 300 ms.
+        A day the agent has written ``AGENT_DAY_ENTRIES`` entries into is put back as it was, by
+        hand (an external edit), so a long soak holds as many entries at its end as at its
+        start: what its RSS shows is the churn, not more data."""
         n = 0
+        appended: Counter[str] = Counter()
+        originals: dict[str, bytes | None] = {}
         while self.live():
             try:
                 sock = connect(self.sock)
@@ -151,6 +156,7 @@ class Soak:
                     n += 1
                     if n % 2:
                         date = f"2026-11-{1 + (n // 2) % 27:02d}"  # spread over days, as in use
+                        self._put_back(date, appended, originals)
                         params = {"text": f"agent note {n} about tides", "date": date}
                         reply = call(sock, reader, "append_diary", params)
                     else:
@@ -163,6 +169,25 @@ class Soak:
             except OSError as exc:
                 self.count(f"write connection failed: {type(exc).__name__}")
                 time.sleep(0.05)
+
+    def _put_back(
+        self, date: str, appended: Counter[str], originals: dict[str, bytes | None]
+    ) -> None:
+        """Before the agent's next append to ``date``: when it holds ``AGENT_DAY_ENTRIES`` of the
+        agent's entries, give the day file back what it held before the first one."""
+        day = self.vault / "diary" / f"{date}.md"
+        if date not in originals:
+            originals[date] = day.read_bytes() if day.exists() else None
+        appended[date] += 1
+        if appended[date] <= AGENT_DAY_ENTRIES:
+            return
+        appended[date] = 1
+        held = originals[date]
+        if held is None:
+            day.unlink(missing_ok=True)
+        else:
+            day.write_bytes(held)
+        self.count("agent days put back")
 
     def abuse(self, name: str, act: Callable[[], str]) -> None:
         while self.live():
@@ -277,6 +302,7 @@ def main() -> int:
 
 
 DAY_ENTRIES = 40  # soak entries a day file holds before it is cut back
+AGENT_DAY_ENTRIES = 10  # the agent's entries a day holds before it is put back (27 days)
 WORKERS = (
     "queries",
     "edits",
@@ -307,8 +333,13 @@ def wait_ready(proc: subprocess.Popen[bytes], sock: Path) -> float:
 
 
 def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], sock: Path, vault: Path) -> int:
+    ready_s = wait_ready(proc, sock)
+    s = connect(sock)
+    entries = call(s, s.makefile("rb"), "status", {})["result"]["entries"]["total"]
+    s.close()
     print(
-        f"daemon ready in {wait_ready(proc, sock):.1f}s; soaking {args.minutes:g} min", flush=True
+        f"daemon ready in {ready_s:.1f}s with {entries} entries; soaking {args.minutes:g} min",
+        flush=True,
     )
     soak = Soak(sock, vault, time.monotonic() + args.minutes * 60)
     chosen = set(args.only.split(",")) if args.only else set(WORKERS)
