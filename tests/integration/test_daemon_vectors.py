@@ -78,6 +78,26 @@ def test_restart_rename_and_edit_cost_only_what_changed(
     assert result["hits"][0]["explain"]["cosine"] is not None
 
 
+@pytest.mark.timeout(120)
+def test_an_embedder_added_after_a_snapshot_embeds_the_vault(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    daemon = start_daemon(vault)  # BM25 only: its snapshot holds no vector keys
+    daemon.stop()  # a stop writes the snapshot
+    daemon = start_daemon(vault, "--embed", "hash")
+    assert daemon.result("status")["snapshot"]["loaded"] is True
+    eventually(lambda: daemon.result("status")["vectors"]["rows"] == 2, "both entries embedded")
+    daemon.stop()
+
+    for name in os.listdir(vault / ".wikimem"):  # the vector cache deleted, as users may
+        if name.startswith("vectors") or name.startswith("seg-"):
+            os.unlink(vault / ".wikimem" / name)
+    daemon = start_daemon(vault, "--embed", "hash")
+    assert daemon.result("status")["snapshot"]["loaded"] is True
+    eventually(lambda: daemon.result("status")["vectors"]["rows"] == 2, "embedded again")
+    assert daemon.result("query", {"q": "sailing"})["embedding_used"] is True
+
+
 @pytest.mark.timeout(60)
 def test_unreachable_endpoint_degrades_to_bm25(
     vault: Path, start_daemon: Callable[..., DaemonProc]

@@ -124,7 +124,11 @@ class VaultScans:
         todo = list(stats) if stale is None else stale
         self.scan_files = len(todo)
         with no_gc():  # millions of objects and no cycles: ~10% of a cold scan
-            self._apply(todo)
+            applied = self._apply(todo)
+        if stale is not None and not (applied.changed or applied.removed):
+            # Nothing re-read, so nothing has synced: the cache may still lack every key (an
+            # embedder added since the snapshot was written, or the vector files deleted).
+            self.engine.sync_vectors()
         release_free_heap()  # what the scan freed would stay resident for good
         self._stats = stats
         self._last_rescan = time.monotonic()
