@@ -88,4 +88,22 @@ def test_delete_removes_exactly_the_sections_lines(old: str, name: str) -> None:
         assert out is None
         return
     lines = edit.split_lines(old)
-    assert out == "".join(lines[: span[0]] + lines[span[1] :])
+    head, tail = "".join(lines[: span[0]]), "".join(lines[span[1] :])
+    nl = edit.newline_of(old)
+    if not tail and head.endswith(nl + nl):  # the last section's blank line goes with it
+        head = head[: -len(nl)]
+    assert out == head + tail
+
+
+@settings(max_examples=300, deadline=None)
+@given(notes(), NAMES.filter(lambda n: ":" not in n), st.sampled_from(["new text", "two\nlines"]))
+def test_adding_an_item_and_deleting_it_gives_the_file_back(old: str, name: str, body: str) -> None:
+    if edit.find_item(old, name) is not None:
+        return  # an upsert of an item that is there replaces it: nothing to give back
+    added, created = edit.upsert_item(old, name, body, "")
+    assert created
+    out = edit.delete_item(added.text, name)
+    if not old or old.endswith(("\n", "\r")):
+        assert out == old
+    else:  # a file with no final newline gets one
+        assert out == old + edit.newline_of(old)

@@ -233,12 +233,20 @@ def upsert_item(old: str, name: str, body: str, meta: str) -> tuple[Edit, bool]:
 
 def delete_item(old: str, name: str) -> str | None:
     """The text without item ``name``'s section (heading to the next one), or None when
-    there is no such item."""
+    there is no such item.
+
+    The last section of a file takes the blank line that set it apart with it (the one
+    ``upsert_item`` put there when it added the item): adding an item and deleting it gives
+    the file back byte for byte, and no file is left ending in a blank line."""
     span = find_item(old, name)
     if span is None:
         return None
     lines = split_lines(old)
-    return "".join(lines[: span[0]]) + "".join(lines[span[1] :])
+    head, tail = "".join(lines[: span[0]]), "".join(lines[span[1] :])
+    nl = newline_of(old)
+    if not tail and head.endswith(nl + nl):
+        head = head[: -len(nl)]
+    return head + tail
 
 
 def normalize(text: str) -> str:
