@@ -49,10 +49,12 @@ class VaultScans:
     _stop_requested: bool
     _writes_waiting: int
     _writes_done: threading.Condition
+    _restored: threading.Event
 
     def _applied(self, rel: str) -> int:
         """Apply a file the write path just wrote (on the caller's thread: the engine's
         ``apply_lock`` orders it with the writer thread); the generation that holds it."""
+        self._restored.wait()  # an engine filled from the snapshot first, not after
         with self._writes_done:
             self._writes_waiting += 1  # a scan lets it in after its batch or chunk in hand
         try:
@@ -64,6 +66,11 @@ class VaultScans:
         if stats.changed or stats.removed:
             self.engine.sync_vectors()
         return self.engine.generation
+
+    def _indexed_hash(self, rel: str) -> str | None:
+        """The text hash of ``rel`` as the index holds it (None: not indexed)."""
+        record = self.engine.files.get(rel)
+        return None if record is None else record.text_hash
 
     def _apply(self, paths: Iterable[str], *, external: bool = False) -> ApplyStats:
         """Apply in chunks so readers get the lock between them; merge the stats.
@@ -113,15 +120,27 @@ class VaultScans:
         snapshot once the daemon is ready."""
         path = self.config.snapshot_path
         if path is None or self.cache_problem is not None:
+            self._restored.set()
             self._scan_chunked()
             return
-        stats = self._stat_walk()
-        on_disk = {rel: key[:2] for rel, key in stats.items()}
-        stale = restore_engine(self.engine, path, on_disk)
+        # A write waits for the restore (``_restored``, and ``apply_lock`` against one that
+        # came before): one applied first would leave the engine no longer empty, and the
+        # snapshot unusable. Writes go on during a cold scan, between its batches.
+        try:
+            with self.engine.apply_lock:
+                stats = self._stat_walk()
+                on_disk = {rel: key[:2] for rel, key in stats.items()}
+                # A write applied before: the files are read as after any change, cold.
+                empty = not (self.engine.files or self.engine.skipped)
+                stale = restore_engine(self.engine, path, on_disk) if empty else None
+        finally:
+            self._restored.set()
         self.snapshot.update(loaded=stale is not None, reread=None if stale is None else len(stale))
         if stale is not None and not self.engine.vector_keys_missing:
             self._saved = (self.engine.generation, self.engine.stat_refreshes)
         todo = list(stats) if stale is None else stale
+        if not empty:  # and a file the write made that has gone since
+            todo += sorted((set(self.engine.files) | set(self.engine.skipped)) - set(stats))
         self.scan_files = len(todo)
         with no_gc():  # millions of objects and no cycles: ~10% of a cold scan
             applied = self._apply(todo)

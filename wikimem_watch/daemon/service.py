@@ -49,7 +49,7 @@ from .scans import StatKey, VaultScans
 from .server import Limits, Server
 from .subscriptions import ChangeFeed
 from .vault_writer import VaultWriter
-from .watcher import ChangeSet, ObserverFactory, Watcher
+from .watcher import ChangeQueue, ChangeSet, ObserverFactory, Watcher
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # types only: the vector side and HTTP load when configured
@@ -113,7 +113,12 @@ class Daemon(VaultScans, DaemonReports):
         # Writes (ADR-0016): applied through the feed, which also tells subscribers and
         # journals external changes; searchable when the write call returns.
         self.journal = Journal(config.vault)
-        self.writer = VaultWriter(config.vault, journal=self.journal, on_written=self._applied)
+        self.writer = VaultWriter(
+            config.vault,
+            journal=self.journal,
+            on_written=self._applied,
+            indexed_hash=self._indexed_hash,
+        )
         self.feed = ChangeFeed(self.engine, self.journal, self.writer.is_own)
         self._socket_chosen = socket_path is not None or config.socket is not None
         self.socket_path = socket_path or config.socket or default_socket_path(config)
@@ -122,11 +127,11 @@ class Daemon(VaultScans, DaemonReports):
         self.state = "scanning"
         self.started_at = time.time()
         self._started_mono = time.monotonic()
-        self._changes: queue.Queue[object] = queue.Queue()
-        self._in_hand = 0
+        self._changes = ChangeQueue()
         self.scan_files: int | None = None  # files the initial scan reads, while it runs
         self._writes_waiting = 0  # write requests waiting for ``apply_lock`` (``_applied``)
         self._writes_done = threading.Condition()
+        self._restored = threading.Event()  # set once the snapshot restore is over (or none)
         self._stop_requested = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
@@ -334,9 +339,8 @@ class Daemon(VaultScans, DaemonReports):
             if item is _STOP:
                 break
             if isinstance(item, ChangeSet):
-                self._in_hand = len(item.paths) + len(item.dirs) + int(item.rescan)
                 self._guarded(partial(self._apply_changes, item))
-                self._in_hand = 0
+                self._changes.done_with()
             elif isinstance(item, _Job):
                 self._run_job(item)
         # Stopping, also when the stop came while a change was being applied: what is in the

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 REAPPLY_WINDOW_S = 5.0
 MAX_REAPPLY = 3
 SWEEP_S = 0.05
+OWN_KEPT = 64  # text hashes of a file our writes left, kept to tell them from a person's save
 
 
 @dataclass(slots=True)
@@ -68,7 +69,8 @@ class _FileState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     recent: list[_Recent] = field(default_factory=list)
     retired: list[writes.Retired] = field(default_factory=list)
-    own: set[str] = field(default_factory=set)  # text hashes the file had after our writes
+    own: dict[str, None] = field(default_factory=dict)  # the file's text hashes after our
+    # last OWN_KEPT writes, oldest first
     seen: tuple[int, int, int] | None = None  # (ino, size, mtime) at the last sweep
 
 
@@ -81,10 +83,12 @@ class VaultWriter:
         *,
         journal: Journal | None = None,
         on_written: Callable[[str], int] | None = None,
+        indexed_hash: Callable[[str], str | None] | None = None,
     ) -> None:
         self.root = root
         self.journal = journal if journal is not None else Journal(root)
         self.on_written = on_written
+        self.indexed_hash = indexed_hash  # rel → the text hash the index holds for it
         self._files: dict[str, _FileState] = {}
         self._guard = threading.Lock()
         self._stop = threading.Event()
@@ -172,8 +176,11 @@ class VaultWriter:
         with state.lock:
             self._rescue(op.rel, state)
             reply, base, written = op.run()
+            self._journal_folded_in(op.rel, base, state)
             op.journal("reapplied: another save had overwritten it" if redone else None)
-            state.own.add(text_hash(written))
+            state.own[text_hash(written)] = None
+            while len(state.own) > OWN_KEPT:
+                del state.own[next(iter(state.own))]
             # A write of ours that changed an earlier write's item ends its watch: that
             # item's state is ours again, not a save that overwrote it.
             norm = edit.normalize(written)
@@ -190,11 +197,26 @@ class VaultWriter:
             reply["generation"] = self.on_written(op.rel)
         return reply
 
+    def _journal_folded_in(self, rel: str, base: str | None, state: _FileState) -> None:
+        """A person's save the index has not applied yet, which this write was built on:
+        applying the write applies both, and the watcher then finds nothing new, so the
+        save's journal line is written here, before the write's own."""
+        if self.indexed_hash is None or base is None:
+            return
+        digest, indexed = text_hash(base), self.indexed_hash(rel)
+        if digest != indexed and digest not in state.own:
+            self.journal.external("create" if indexed is None else "edit", rel)
+
     def is_own(self, rel: str, digest: str) -> bool:
-        """True when ``rel`` with text hash ``digest`` is a state one of our writes left."""
+        """True when ``rel`` with text hash ``digest`` is a state one of our writes left.
+        A write of ``rel`` in progress is waited for: its bytes are on disk before its
+        hash is recorded, and the watcher may read them in between."""
         with self._guard:
             state = self._files.get(rel)
-        return state is not None and digest in state.own
+        if state is None:
+            return False
+        with state.lock:
+            return digest in state.own
 
     def _retire(self, rel: str) -> Callable[[writes.Retired], None]:
         state = self._state(rel)

@@ -1,0 +1,128 @@
+"""Interleavings of the daemon's threads, each forced to happen: a write against the start
+from the snapshot, a subscription against an apply, the journal against the daemon's own
+writes."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon_harness import Rpc, eventually, short_socket_path
+from test_daemon_untrusted import running
+
+from wikimem_watch.config import load_config
+from wikimem_watch.core.parse import text_hash
+from wikimem_watch.daemon import scans, vault_writer
+from wikimem_watch.daemon.journal import Journal
+from wikimem_watch.daemon.service import Daemon
+
+
+def call(daemon: Daemon, method: str, params: dict[str, object]) -> dict[str, Any]:
+    rpc = Rpc(daemon.socket_path)
+    try:
+        return rpc.call(method, params)
+    finally:
+        rpc.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_write_during_the_start_from_the_snapshot_waits_for_the_restore(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_config(vault, {"snapshot_dir": str(tmp_path / "snap")})
+    first = Daemon(config, socket_path=short_socket_path(), force_polling=True)
+    with running(first):
+        eventually(lambda: first.status()["state"] == "ready", "the first start is ready")
+    assert first.status()["snapshot"]["saved_at"] is not None  # the stop wrote it
+
+    restoring, release = threading.Event(), threading.Event()
+    real_restore = scans.restore_engine
+
+    def slow_restore(*args: Any) -> list[str] | None:
+        restoring.set()
+        release.wait(10)
+        return real_restore(*args)
+
+    monkeypatch.setattr(scans, "restore_engine", slow_restore)
+    daemon = Daemon(config, socket_path=short_socket_path(), force_polling=True)
+    replies: list[dict[str, Any]] = []
+    with running(daemon, release):
+        assert restoring.wait(10)
+        params = {"text": "an early kumquat", "date": "2026-07-21", "time": "10:00"}
+        writer = threading.Thread(
+            target=lambda: replies.append(call(daemon, "append_diary", params))
+        )
+        writer.start()
+        writer.join(0.5)
+        assert writer.is_alive(), "the write went in before the engine was restored"
+        release.set()
+        writer.join(10)
+        assert replies and "result" in replies[0]
+        eventually(lambda: daemon.status()["state"] == "ready", "ready after the restore")
+        status = daemon.status()
+        assert status["snapshot"]["loaded"] is True
+        assert status["entries"]["total"] == 3  # the two the vault had, and the write
+        for q, path in (("kumquat", "diary/2026-07-21.md"), ("sailing", "wiki/people.md")):
+            hits = call(daemon, "query", {"q": q})["result"]["hits"]
+            assert [h["path"] for h in hits] == [path]
+
+
+@pytest.mark.timeout(30)
+def test_the_daemons_own_write_is_known_as_its_own_while_it_is_recorded(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher may read a file between the write that replaced it and the write path
+    recording its hash: asked then, ``is_own`` waits for the record instead of answering no
+    (which journaled the daemon's own write as a person's edit)."""
+    written, release = threading.Event(), threading.Event()
+    real_replace = vault_writer.writes.replace
+
+    def paused_replace(*args: Any) -> str:
+        text = real_replace(*args)
+        written.set()  # the new bytes are on disk; their hash is not recorded yet
+        release.wait(10)
+        return text
+
+    monkeypatch.setattr(vault_writer.writes, "replace", paused_replace)
+    writer = vault_writer.VaultWriter(vault)
+    upsert = threading.Thread(target=writer.upsert_wiki, args=("people", "Ann", "likes kites"))
+    upsert.start()
+    try:
+        assert written.wait(10)
+        digest = text_hash((vault / "wiki" / "people.md").read_text(encoding="utf-8"))
+        answers: list[bool] = []
+        asking = threading.Thread(
+            target=lambda: answers.append(writer.is_own("wiki/people.md", digest))
+        )
+        asking.start()
+        asking.join(0.3)
+        assert asking.is_alive() and not answers, "answered before the write was recorded"
+        release.set()
+        asking.join(10)
+        assert answers == [True]
+    finally:
+        release.set()
+        upsert.join(10)
+
+
+def test_a_save_a_write_was_built_on_is_journaled_before_the_write(vault: Path) -> None:
+    """A person's save that the index has not applied yet is read by the write, and applying
+    the write applies both: the save gets its own journal line, first."""
+    people = vault / "wiki" / "people.md"
+    indexed = {"wiki/people.md": text_hash(people.read_text(encoding="utf-8"))}
+    journal = Journal(vault)
+    writer = vault_writer.VaultWriter(vault, journal=journal, indexed_hash=indexed.get)
+    writer.upsert_wiki("people", "Carl", "likes quinces")  # nothing unapplied: one line
+    indexed["wiki/people.md"] = text_hash(people.read_text(encoding="utf-8"))
+    with people.open("a", encoding="utf-8") as fh:
+        fh.write("\n## Bob\nBob keeps bees.\n")  # saved by hand; the index has not seen it
+    writer.upsert_wiki("people", "Dora", "likes dates")
+    lines = [json.loads(x) for x in journal.path.read_text(encoding="utf-8").splitlines()]
+    assert [(x["action"], x.get("item") or x.get("path"), x.get("by")) for x in lines] == [
+        ("add", "Carl", None),
+        ("edit", "wiki/people.md", "external"),
+        ("add", "Dora", None),
+    ]
