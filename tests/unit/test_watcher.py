@@ -23,7 +23,7 @@ from watchdog.events import (
 )
 
 from wikimem_watch.core.vault import NoteFilter
-from wikimem_watch.daemon.watcher import ChangeSet, Watcher
+from wikimem_watch.daemon.watcher import ChangeQueue, ChangeSet, Watcher
 
 
 class FakeObserver:
@@ -218,6 +218,29 @@ def test_watchdog_overflow_warning_requests_a_rescan(root: Path) -> None:
         watcher.stop()
 
 
+def test_the_overflow_warning_requests_a_rescan_at_any_log_level(root: Path) -> None:
+    logger = logging.getLogger("watchdog.observers.inotify_c")
+    root_logger = logging.getLogger()
+    was = root_logger.level
+    root_logger.setLevel(logging.ERROR)  # serve --log-level ERROR
+    shown: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = shown.append  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    try:
+        watcher, fake, out = make(root)
+        try:
+            logger.warning("Inotify queue overflowed; filesystem events were lost")
+            assert flushed(watcher, out).rescan
+            assert shown == []  # still not printed: the level said errors only
+        finally:
+            watcher.stop()
+        assert logger.level == logging.NOTSET and not logger.filters  # left as found
+    finally:
+        logger.removeHandler(handler)
+        root_logger.setLevel(was)
+
+
 def test_more_pending_paths_than_the_cap_become_a_rescan(root: Path) -> None:
     watcher, fake, out = make(root, max_pending=10)
     try:
@@ -269,3 +292,20 @@ def test_force_polling_skips_the_native_observer(root: Path) -> None:
     watcher.start()
     watcher.stop()
     assert watcher.kind == "polling" and not native.started and polling.started
+
+
+def test_a_change_set_taken_from_the_queue_stays_pending_until_done() -> None:
+    changes = ChangeQueue()
+    changes.put(ChangeSet(frozenset({"a.md", "b.md"}), frozenset({"d"})))
+    changes.put("a job")  # jobs share the queue and are no pending change
+    changes.put(ChangeSet(rescan=True))
+    assert changes.pending() == 4
+    assert changes.get().size() == 3  # type: ignore[attr-defined]
+    assert changes.pending() == 4  # in hand: not applied yet
+    changes.done_with()
+    assert changes.pending() == 1
+    assert changes.get() == "a job"
+    assert changes.pending() == 1  # a job in hand leaves the count alone
+    changes.get()
+    changes.done_with()
+    assert changes.pending() == 0

@@ -7,7 +7,6 @@ run on the server's threads and only read it.
 
 from __future__ import annotations
 
-import queue
 import time
 from collections.abc import Callable
 
@@ -16,7 +15,7 @@ from ..core.engine import Engine
 from ..errors import ConfigError
 from .report import index_status
 from .server import Server
-from .watcher import ChangeSet, Watcher
+from .watcher import ChangeQueue, Watcher
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,8 +42,7 @@ class DaemonReports:
     http: HttpEndpoint | None
     safety_rescan_s: float
     snapshot: dict[str, object]
-    _changes: queue.Queue[object]
-    _in_hand: int
+    _changes: ChangeQueue
     _unresolved: tuple[int, list[dict[str, object]], float]
     _started_mono: float
     scan_files: int | None
@@ -88,13 +86,10 @@ class DaemonReports:
         return self.engine.vectors.status()
 
     def pending(self) -> int:
-        with self._changes.mutex:
-            queued = sum(
-                len(c.paths) + len(c.dirs) + int(c.rescan)
-                for c in self._changes.queue
-                if isinstance(c, ChangeSet)
-            )
-        return self.watcher.pending_count() + queued + self._in_hand
+        """Changes seen and not applied yet. Read in the order they flow (the watcher's,
+        then the queue's and the one in hand together), so a change moving on meanwhile is
+        counted twice at worst, never missed: ``check`` waits for 0."""
+        return self.watcher.pending_count() + self._changes.pending()
 
     def _unresolved_links(self) -> list[dict[str, object]]:
         """Finding unresolved links walks every link (~0.1 s at 100k entries, under the

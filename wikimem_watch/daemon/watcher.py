@@ -19,7 +19,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -61,6 +61,32 @@ class ChangeSet:
     paths: frozenset[str] = frozenset()
     dirs: frozenset[str] = frozenset()
     rescan: bool = False
+
+    def size(self) -> int:
+        """How many changes it holds, as ``status.pending`` counts them (a rescan is one)."""
+        return len(self.paths) + len(self.dirs) + int(self.rescan)
+
+
+class ChangeQueue(queue.Queue[object]):
+    """The daemon's queue of change sets (and its own jobs). The change set taken last stays
+    pending (``pending``) from the moment it leaves the queue, under the queue's own lock,
+    until the taker calls ``done_with``: no moment finds it in neither place."""
+
+    in_hand = 0
+
+    def _get(self) -> object:  # called by ``get`` under ``mutex``
+        item = super()._get()
+        if isinstance(item, ChangeSet):
+            self.in_hand = item.size()
+        return item
+
+    def done_with(self) -> None:
+        with self.mutex:
+            self.in_hand = 0
+
+    def pending(self) -> int:
+        with self.mutex:
+            return self.in_hand + sum(c.size() for c in self.queue if isinstance(c, ChangeSet))
 
 
 class Observer(Protocol):
@@ -112,16 +138,37 @@ class _Pending:
 
 
 class _OverflowFilter(logging.Filter):
-    """Spots watchdog's "queue overflowed" warning (it has no callback) and asks a rescan."""
+    """Spots watchdog's "queue overflowed" warning (it has no callback) and asks a rescan.
+
+    A logger drops a record below its level before any filter sees it, so while the filter
+    is attached its loggers let warnings through (``attach``) and the filter drops what the
+    configured level would not have shown: ``--log-level ERROR`` must not lose the rescan."""
 
     def __init__(self, on_overflow: Callable[[], None]) -> None:
         super().__init__()
         self._on_overflow = on_overflow
+        self._levels: dict[str, tuple[int, int]] = {}  # logger → (own level, shown from)
+
+    def attach(self, names: Iterable[str]) -> None:
+        for name in names:
+            logger = logging.getLogger(name)
+            self._levels[name] = (logger.level, logger.getEffectiveLevel())
+            if logger.getEffectiveLevel() > logging.WARNING:
+                logger.setLevel(logging.WARNING)
+            logger.addFilter(self)
+
+    def detach(self) -> None:
+        for name, (level, _) in self._levels.items():
+            logger = logging.getLogger(name)
+            logger.removeFilter(self)
+            logger.setLevel(level)
+        self._levels.clear()
 
     def filter(self, record: logging.LogRecord) -> bool:
         if "overflow" in record.getMessage().lower():
             self._on_overflow()
-        return True
+        shown_from = self._levels.get(record.name, (0, logging.NOTSET))[1]
+        return record.levelno >= shown_from
 
 
 class Watcher(FileSystemEventHandler):
@@ -165,8 +212,7 @@ class Watcher(FileSystemEventHandler):
     def start(self) -> None:
         """Start the observer (native, else polling with a warning) and the flush thread."""
         self._observer, self.kind = self._start_observer()
-        for name in _OVERFLOW_LOGGERS:
-            logging.getLogger(name).addFilter(self._filter)
+        self._filter.attach(_OVERFLOW_LOGGERS)
         self._thread = threading.Thread(target=self._flush_loop, name="watch-debounce", daemon=True)
         self._thread.start()
 
@@ -187,8 +233,7 @@ class Watcher(FileSystemEventHandler):
 
     def stop(self) -> None:
         """Stop watching; pending changes are dropped (the next start rescans anyway)."""
-        for name in _OVERFLOW_LOGGERS:
-            logging.getLogger(name).removeFilter(self._filter)
+        self._filter.detach()
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
