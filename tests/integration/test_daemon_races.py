@@ -5,7 +5,9 @@ writes."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +16,13 @@ from daemon_harness import Rpc, eventually, short_socket_path
 from test_daemon_untrusted import running
 
 from wikimem_watch.config import load_config
+from wikimem_watch.core.engine import ApplyStats, Engine
 from wikimem_watch.core.parse import text_hash
 from wikimem_watch.daemon import scans, vault_writer
 from wikimem_watch.daemon.journal import Journal
 from wikimem_watch.daemon.service import Daemon
+from wikimem_watch.daemon.subscriptions import PER_CONNECTION_MAX, ChangeFeed
+from wikimem_watch.errors import BadRequest, WatchError
 
 
 def call(daemon: Daemon, method: str, params: dict[str, object]) -> dict[str, Any]:
@@ -126,3 +131,155 @@ def test_a_save_a_write_was_built_on_is_journaled_before_the_write(vault: Path) 
         ("edit", "wiki/people.md", "external"),
         ("add", "Dora", None),
     ]
+
+
+class FakePeer:
+    """A connection as a subscription sees it, over a socket pair the test reads."""
+
+    def __init__(self) -> None:
+        self.sock, self.other = socket.socketpair()
+        self.send_lock = threading.Lock()
+        self.idle_exempt = False
+        self.on_close: list[Callable[[], None]] = []
+        self.after_reply: list[Callable[[], None]] = []
+
+    def replied(self) -> None:
+        """The reply to the request is sent (what the server does next)."""
+        started, self.after_reply = self.after_reply, []
+        for callback in started:
+            callback()
+
+    def close(self) -> None:
+        for callback in self.on_close:  # as the server does: ends its subscriptions
+            callback()
+        self.sock.close()
+        self.other.close()
+
+    def notifications(self, count: int) -> list[dict[str, Any]]:
+        reader = self.other.makefile("rb")
+        self.other.settimeout(10)
+        return [json.loads(reader.readline())["params"] for _ in range(count)]
+
+
+@pytest.fixture
+def peers() -> Iterator[Callable[[], FakePeer]]:
+    made: list[FakePeer] = []
+
+    def make() -> FakePeer:
+        made.append(FakePeer())
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for peer in made:
+            peer.close()
+
+
+def feed_over(vault: Path, **kwargs: Any) -> ChangeFeed:
+    engine = Engine(load_config(vault))
+    engine.scan()
+    return ChangeFeed(engine, **kwargs)
+
+
+def edit(vault: Path, text: str) -> str:
+    day = vault / "diary" / "2026-07-20.md"
+    day.write_text(day.read_text(encoding="utf-8") + f"\n## {text}\n{text} entry\n", "utf-8")
+    return "diary/2026-07-20.md"
+
+
+@pytest.mark.timeout(30)
+def test_a_subscription_asked_for_during_an_apply_starts_after_it(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, peers: Callable[[], FakePeer]
+) -> None:
+    feed = feed_over(vault)
+    applying, release = threading.Event(), threading.Event()
+    real_apply = feed.engine.apply
+
+    def slow_apply(paths: list[str], stop: object = None) -> ApplyStats:
+        applying.set()
+        release.wait(10)
+        return real_apply(paths, stop)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(feed.engine, "apply", slow_apply)
+    applier = threading.Thread(target=feed.apply, args=([edit(vault, "09:00")],))
+    applier.start()
+    assert applying.wait(10)
+    peer, made = peers(), []
+    asking = threading.Thread(target=lambda: made.append(feed.subscribe(peer, (), (), None)))
+    asking.start()
+    asking.join(0.3)
+    assert asking.is_alive(), "subscribed in the middle of an apply"
+    release.set()
+    applier.join(10)
+    asking.join(10)
+    ((sub_id, generation),) = made
+    peer.replied()
+    assert generation == feed.engine.generation  # the apply is behind it, not notified
+    feed.apply([edit(vault, "10:00")])
+    (note,) = peer.notifications(1)
+    assert note["subscription"] == sub_id and note["generation"] > generation
+    assert note["added"] == ["diary/2026-07-20.md#10:00"]
+
+
+@pytest.mark.timeout(30)
+def test_notifications_leave_in_the_order_the_changes_were_applied(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, peers: Callable[[], FakePeer]
+) -> None:
+    feed = feed_over(vault)
+    peer = peers()
+    feed.subscribe(peer, (), (), None)
+    peer.replied()
+    publishing, release = threading.Event(), threading.Event()
+    real_publish = feed._publish
+
+    def slow_first(*args: Any) -> None:
+        if not publishing.is_set():
+            publishing.set()
+            release.wait(10)  # the first applier, between its apply and its notification
+        real_publish(*args)
+
+    monkeypatch.setattr(feed, "_publish", slow_first)
+    first = threading.Thread(target=feed.apply, args=([edit(vault, "09:00")],))
+    first.start()
+    assert publishing.wait(10)
+    second = threading.Thread(target=feed.apply, args=([edit(vault, "10:00")],))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive(), "a second apply went ahead of the first one's notification"
+    release.set()
+    first.join(10)
+    second.join(10)
+    generations = [n["generation"] for n in peer.notifications(2)]
+    assert generations == sorted(generations) and generations[0] < generations[1]
+
+
+def test_subscriptions_are_capped_per_connection_and_in_connections(
+    vault: Path, peers: Callable[[], FakePeer]
+) -> None:
+    feed = feed_over(vault, max_connections=4)
+    one = peers()
+    for _ in range(PER_CONNECTION_MAX):
+        feed.subscribe(one, (), (), None)
+    with pytest.raises(BadRequest, match="at most 16 subscriptions"):
+        feed.subscribe(one, (), (), None)
+    feed.subscribe(peers(), (), (), None)  # a second connection: half of 4
+    with pytest.raises(WatchError, match="half of max_connections"):
+        feed.subscribe(peers(), (), (), None)
+    assert feed.count() == PER_CONNECTION_MAX + 1
+
+
+@pytest.mark.timeout(30)
+def test_no_notification_goes_out_before_the_reply_to_subscribe(
+    vault: Path, peers: Callable[[], FakePeer]
+) -> None:
+    feed = feed_over(vault)
+    peer = peers()
+    sub_id, _ = feed.subscribe(peer, (), (), None)
+    feed.apply([edit(vault, "09:00")])  # a change lands before the reply is sent
+    peer.other.settimeout(0.3)
+    with pytest.raises(TimeoutError):
+        peer.other.recv(1)
+    peer.replied()
+    (note,) = peer.notifications(1)
+    assert note["subscription"] == sub_id

@@ -280,8 +280,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         try:
             with peer.send_lock:  # "subscribed" goes out before the first change
-                sub_id = feed.subscribe(peer, paths, kinds, query.get("q") or None)
-                peer.event("subscribed", json.dumps({"subscription": sub_id}).encode())
+                sub_id, generation = feed.subscribe(peer, paths, kinds, query.get("q") or None)
+                made = {"subscription": sub_id, "generation": generation}
+                peer.event("subscribed", json.dumps(made).encode())
+            for start in peer.after_reply:
+                start()
             while not peer.closed.wait(SSE_KEEPALIVE_S):
                 with peer.send_lock:
                     peer.raw(b": keep-alive\n\n")  # finds a client that went away
@@ -390,6 +393,7 @@ class _SsePeer:
         self.send_lock = threading.Lock()
         self.idle_exempt = True
         self.on_close: list[Callable[[], None]] = []
+        self.after_reply: list[Callable[[], None]] = []
         self.closed = threading.Event()
 
     def sendall(self, line: bytes) -> None:

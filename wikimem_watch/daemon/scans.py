@@ -11,11 +11,12 @@ presence differs from the index.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ..config import Config
 from ..core.engine import ApplyStats, Engine
@@ -55,17 +56,25 @@ class VaultScans:
         """Apply a file the write path just wrote (on the caller's thread: the engine's
         ``apply_lock`` orders it with the writer thread); the generation that holds it."""
         self._restored.wait()  # an engine filled from the snapshot first, not after
-        with self._writes_done:
-            self._writes_waiting += 1  # a scan lets it in after its batch or chunk in hand
-        try:
+        with self._between_applies():
             stats = self.feed.apply([rel])
+        if stats.changed or stats.removed:
+            self.engine.sync_vectors()
+        return self.engine.generation
+
+    @contextlib.contextmanager
+    def _between_applies(self) -> Iterator[None]:
+        """``apply_lock``, for a write or a new subscription: a scan lets it in after its
+        batch or chunk in hand instead of making it wait for the whole scan."""
+        with self._writes_done:
+            self._writes_waiting += 1
+        try:
+            with self.engine.apply_lock:
+                yield
         finally:
             with self._writes_done:
                 self._writes_waiting -= 1
                 self._writes_done.notify_all()
-        if stats.changed or stats.removed:
-            self.engine.sync_vectors()
-        return self.engine.generation
 
     def _indexed_hash(self, rel: str) -> str | None:
         """The text hash of ``rel`` as the index holds it (None: not indexed)."""

@@ -10,7 +10,8 @@ response line (none for a notification). A connection never blocks another, and 
 - writes time out (a client that stops reading is dropped);
 - at ``max_connections`` a newcomer is admitted by closing the connection idle the longest
   (never one in the middle of a request); only when every connection is busy is the
-  newcomer refused with ``-32000``, and busy connections finish, so it never lasts;
+  newcomer refused with ``-32000``, and busy connections finish, so it never lasts
+  (subscribed connections, never closed for idleness, are at most half of them);
 - a line longer than ``max_request_bytes`` gets ``-32600`` and its connection is closed,
   and the unfinished lines held across *all* connections are bounded by
   ``max_buffered_bytes`` (the connection that would pass it gets ``-32000`` and is closed);
@@ -98,6 +99,9 @@ class Connection:
     # Replies and subscription notifications share the socket: one writer at a time.
     send_lock: threading.Lock = field(default_factory=threading.Lock)
     on_close: list[Callable[[], None]] = field(default_factory=list)
+    # Run once the reply to the request being answered is sent (a subscription's first
+    # notification must not go out before the reply that names it).
+    after_reply: list[Callable[[], None]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,10 +333,15 @@ class Server:
         try:
             CURRENT.peer = conn
             reply, method = handle_line(self.service, line)
-            if reply is not None:
-                with conn.send_lock:
-                    if not self._send(conn.sock, reply):
-                        return False
+            try:
+                if reply is not None:
+                    with conn.send_lock:
+                        if not self._send(conn.sock, reply):
+                            return False
+            finally:
+                started, conn.after_reply = conn.after_reply, []
+                for callback in started:
+                    callback()
             if method is not None and self.after_reply is not None:
                 self.after_reply(method)
             return True

@@ -119,7 +119,13 @@ class Daemon(VaultScans, DaemonReports):
             on_written=self._applied,
             indexed_hash=self._indexed_hash,
         )
-        self.feed = ChangeFeed(self.engine, self.journal, self.writer.is_own)
+        self.feed = ChangeFeed(
+            self.engine,
+            self.journal,
+            self.writer.is_own,
+            between_applies=self._between_applies,
+            max_connections=config.max_connections,
+        )
         self._socket_chosen = socket_path is not None or config.socket is not None
         self.socket_path = socket_path or config.socket or default_socket_path(config)
         self.force_polling = config.poll if force_polling is None else force_polling

@@ -29,12 +29,13 @@ from typing import Protocol
 from ..core.engine import ApplyStats, Engine, indexed_text
 from ..core.models import Entry
 from ..core.vault import glob_match
-from ..errors import BadRequest
+from ..errors import BadRequest, WatchError
 from .journal import Journal
 
 log = logging.getLogger(__name__)
 
 QUEUE_MAX = 256  # notifications a subscriber may lag behind before it is dropped
+PER_CONNECTION_MAX = 16  # subscriptions one connection may hold (each has a sender thread)
 CURRENT = threading.local()
 
 
@@ -45,6 +46,7 @@ class Peer(Protocol):
     send_lock: threading.Lock
     idle_exempt: bool
     on_close: list[Callable[[], None]]
+    after_reply: list[Callable[[], None]]  # run once the reply now being made is sent
 
 
 @dataclass(slots=True, eq=False)
@@ -56,6 +58,7 @@ class Subscription:
     terms: frozenset[str] | None = None
     out: queue.Queue[bytes | None] = field(default_factory=lambda: queue.Queue(QUEUE_MAX))
     dropped: bool = False
+    started: threading.Event = field(default_factory=threading.Event)  # the reply is out
 
     def wants(self, entry: Entry) -> bool:
         if self.kinds and entry.kind not in self.kinds:
@@ -71,10 +74,19 @@ class ChangeFeed:
         engine: Engine,
         journal: Journal | None = None,
         is_own: Callable[[str, str], bool] | None = None,
+        *,
+        between_applies: Callable[[], contextlib.AbstractContextManager[object]] | None = None,
+        max_connections: int = 256,
     ) -> None:
         self.engine = engine
         self.journal = journal
         self.is_own = is_own
+        # Held while a subscription is made: no apply is half done then (the daemon's also
+        # lets a cold scan give way after its batch in hand, as it does for a write).
+        self._between_applies = between_applies or (lambda: engine.apply_lock)
+        # Subscribed connections are never closed for idleness or evicted: at most half of
+        # the daemon's connections, so the others can still get in.
+        self.max_subscribed = max(1, max_connections // 2)
         self._subs: dict[str, Subscription] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -100,11 +112,13 @@ class ChangeFeed:
             touched = [*stats.changed, *stats.removed]
             after = self._entries(touched) if watching and touched else {}
             new_hashes = {p: engine.files[p].text_hash for p in stats.changed if p in engine.files}
-        if watching and touched:
-            before = {i: e for i, e in before.items() if e.path in set(touched)}
-            self._publish(generation, before, after)
-        if external and self.journal is not None and touched:
-            self._journal(hashes, new_hashes, stats)
+            # Still under the lock, so notifications and journal lines leave in the order
+            # the changes were applied (appliers run one at a time).
+            if watching and touched:
+                before = {i: e for i, e in before.items() if e.path in set(touched)}
+                self._publish(generation, before, after)
+            if external and self.journal is not None and touched:
+                self._journal(hashes, new_hashes, stats)
         return stats
 
     def _entries(self, paths: Iterable[str]) -> dict[str, Entry]:
@@ -134,19 +148,36 @@ class ChangeFeed:
 
     def subscribe(
         self, peer: Peer, paths: tuple[str, ...], kinds: tuple[str, ...], q: str | None
-    ) -> str:
+    ) -> tuple[str, int]:
+        """A new subscription's id, and the generation it starts from: every change after
+        it is notified (it is made between two applies, never during one)."""
         terms = None
         if q is not None:
             terms = frozenset(self.engine.tokenizer(q))
             if not terms:
                 raise BadRequest(f'"q" {q!r} has no searchable words')
         sub = Subscription(f"s{next(self._ids)}", peer, paths, kinds, terms)
+        with self._between_applies():
+            with self._lock:
+                mine = sum(1 for s in self._subs.values() if s.peer is peer)
+                peers = {id(s.peer) for s in self._subs.values()}
+                if mine >= PER_CONNECTION_MAX:
+                    raise BadRequest(
+                        f"a connection holds at most {PER_CONNECTION_MAX} subscriptions; "
+                        "unsubscribe one, or widen one's paths and kinds"
+                    )
+                if id(peer) not in peers and len(peers) >= self.max_subscribed:
+                    raise WatchError(
+                        f"{len(peers)} connections hold subscriptions, the most this daemon "
+                        "keeps (half of max_connections); retry later"
+                    )
+                self._subs[sub.id] = sub
+            generation = self.engine.generation
         peer.idle_exempt = True  # silent by design: never closed for idleness
         peer.on_close.append(lambda: self._remove(sub))
+        peer.after_reply.append(sub.started.set)  # notifications wait for the reply
         threading.Thread(target=self._send_loop, args=(sub,), name="notify", daemon=True).start()
-        with self._lock:
-            self._subs[sub.id] = sub
-        return sub.id
+        return sub.id, generation
 
     def unsubscribe(self, peer: Peer, sub_id: str) -> bool:
         with self._lock:
@@ -163,8 +194,10 @@ class ChangeFeed:
     def _remove(self, sub: Subscription) -> None:
         with self._lock:
             self._subs.pop(sub.id, None)
+        sub.dropped = True  # its sender sends nothing more, however much is queued
+        sub.started.set()
         with contextlib.suppress(queue.Full):
-            sub.out.put_nowait(None)  # ends its sender
+            sub.out.put_nowait(None)  # wakes its sender, to end
 
     def _publish(self, generation: int, before: dict[str, Entry], after: dict[str, Entry]) -> None:
         added = [e for i, e in after.items() if i not in before]
@@ -226,6 +259,7 @@ class ChangeFeed:
             sub.peer.sock.shutdown(socket.SHUT_RDWR)  # its connection thread cleans up
 
     def _send_loop(self, sub: Subscription) -> None:
+        sub.started.wait()
         while True:
             message = sub.out.get()
             if message is None or sub.dropped:

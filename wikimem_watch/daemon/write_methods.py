@@ -107,7 +107,8 @@ def m_subscribe(service: object, params: Params) -> object:
     q = _opt_str(params, "q")
     paths = tuple(p.replace("\\", "/").lstrip("/") for p in _list(params, "paths"))
     kinds = _list(params, "kinds", ("diary", "wiki"))
-    return {"subscription": _feed(service).subscribe(peer, paths, kinds, q)}
+    sub_id, generation = _feed(service).subscribe(peer, paths, kinds, q)
+    return {"subscription": sub_id, "generation": generation}
 
 
 def m_unsubscribe(service: object, params: Params) -> object:
