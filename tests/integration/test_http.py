@@ -202,3 +202,25 @@ def test_a_write_through_rpc_is_searchable_when_it_returns(web: Http) -> None:
     assert status == 200 and reply["result"]["id"] == "diary/2026-07-20.md#11:00"
     status, result = web.request("GET", "/v1/query?q=ferry&k=1")
     assert status == 200 and result["hits"][0]["id"] == "diary/2026-07-20.md#11:00"
+
+
+@pytest.mark.timeout(60)
+def test_idle_connections_are_capped_and_closed(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    daemon = start_daemon(
+        vault, "--http", "127.0.0.1:0", "--max-connections", "4", "--idle-timeout-s", "1"
+    )
+    web = Http(daemon)
+    idle = [socket.create_connection((web.host, web.port), timeout=10) for _ in range(4)]
+    try:
+        extra = socket.create_connection((web.host, web.port), timeout=10)
+        with extra:
+            reply = extra.recv(65536).decode()
+        assert reply.startswith("HTTP/1.1 503") and "max_connections" in reply
+        for sock in idle:  # no request within idle_timeout_s: closed by the daemon
+            assert sock.recv(1) == b""
+        assert web.request("GET", "/v1/status")[0] == 200  # room again
+    finally:
+        for sock in idle:
+            sock.close()

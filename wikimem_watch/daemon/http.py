@@ -16,6 +16,7 @@ Secure by default, because a browser can reach loopback too:
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import json
@@ -28,6 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..config import Config
@@ -117,6 +119,8 @@ def start_http(
             max_body_bytes=config.max_request_bytes,
             cors_origins=config.http_cors_origins,
             after_reply=after_reply,
+            max_connections=config.max_connections,
+            idle_timeout_s=config.idle_timeout_s,
         )
     except OSError as exc:
         raise ConfigError(f"cannot listen on http={config.http!r}: {exc.strerror}") from None
@@ -125,8 +129,51 @@ def start_http(
     return endpoint
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``max_connections`` of them: one more is answered
+    503 and closed at once, before it is read (a crowd of idle connections, even without the
+    token, must not take a thread and a descriptor each without end)."""
+
+    daemon_threads = True
+    max_connections = 256
+    open_connections = 0
+    refused = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._count_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._count_lock:
+            full = self.open_connections >= self.max_connections
+            self.refused += full
+            self.open_connections += not full
+        if not full:
+            super().process_request(request, client_address)
+            return
+        body = json.dumps({"error": {"code": -32000, "message": _BUSY}}).encode()
+        head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        with contextlib.suppress(OSError):
+            request.settimeout(0.5)
+            request.sendall(head.encode() + body)
+        self.shutdown_request(request)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._count_lock:
+                self.open_connections -= 1
+
+
+_BUSY = "too many HTTP connections (max_connections); retry shortly"
+
+
 class HttpEndpoint:
-    """The HTTP listener of one daemon: a thread per request, stopped with the daemon."""
+    """The HTTP listener of one daemon: a thread per connection (at most
+    ``max_connections``, each closed after ``idle_timeout_s`` without a request), stopped
+    with the daemon."""
 
     def __init__(
         self,
@@ -137,15 +184,20 @@ class HttpEndpoint:
         max_body_bytes: int,
         cors_origins: tuple[str, ...] = (),
         after_reply: Callable[[str], None] | None = None,
+        max_connections: int = 256,
+        idle_timeout_s: float = 60.0,
     ) -> None:
         self.service = service
         self.token = token
         self.max_body_bytes = max_body_bytes
         self.cors_origins = cors_origins
         self.after_reply = after_reply
-        handler = type("Handler", (_Handler,), {"endpoint": self})
-        self.httpd = ThreadingHTTPServer(address, handler)
-        self.httpd.daemon_threads = True
+        # A socket timeout on every read and write: an idle keep-alive connection, a client
+        # that sends half a request or one that stops reading an event stream is closed.
+        timeout = idle_timeout_s or None
+        handler = type("Handler", (_Handler,), {"endpoint": self, "timeout": timeout})
+        self.httpd = _BoundedServer(address, handler)
+        self.httpd.max_connections = max_connections
         self._thread: threading.Thread | None = None
 
     @property
