@@ -283,3 +283,27 @@ def test_no_notification_goes_out_before_the_reply_to_subscribe(
     peer.replied()
     (note,) = peer.notifications(1)
     assert note["subscription"] == sub_id
+
+
+@pytest.mark.timeout(30)
+def test_a_notes_symlink_changes_with_it_in_notifications_not_in_the_journal(
+    vault: Path, peers: Callable[[], FakePeer]
+) -> None:
+    people = vault / "wiki" / "people.md"
+    people.write_text("# People\n\n## Ann\nlikes tea\n\n## Bob\nlikes coffee\n", "utf-8")
+    (vault / "alias.md").symlink_to("wiki/people.md")
+    journal = Journal(vault)
+    feed = feed_over(vault, journal=journal)
+    peer = peers()
+    feed.subscribe(peer, (), (), None)
+    peer.replied()
+    people.write_text("# People\n\n## Ann\nlikes green tea\n", "utf-8")  # Bob deleted
+    feed.apply(["wiki/people.md"], external=True)
+    (note,) = peer.notifications(1)
+    assert (note["added"], sorted(note["updated"]), sorted(note["removed"])) == (
+        [],
+        ["alias.md#Ann", "wiki/people.md#Ann"],
+        ["alias.md#Bob", "wiki/people.md#Bob"],
+    )
+    lines = [json.loads(x) for x in journal.path.read_text(encoding="utf-8").splitlines()]
+    assert [(x["action"], x["path"]) for x in lines] == [("edit", "wiki/people.md")]

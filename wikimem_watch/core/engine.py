@@ -215,7 +215,7 @@ class Engine(EngineReads, EngineVectors):
         """Prepare ``paths`` and swap them in, batch by batch (``apply``'s loop)."""
         batch: list[Prepared] = []
         size = 0
-        prepared_all = self._prepare_all(self._with_links(paths))
+        prepared_all = self._prepare_all(self.with_links(paths))
         try:
             for prepared in prepared_all:
                 if prepared is None:
@@ -234,8 +234,9 @@ class Engine(EngineReads, EngineVectors):
             if isinstance(prepared_all, Generator):
                 prepared_all.close()  # a helper process ends with it (core/scan.py)
 
-    def _with_links(self, paths: Iterable[str]) -> list[str]:
-        """``paths`` (once each), then the symlinks in the vault that lead to one of them."""
+    def with_links(self, paths: Iterable[str]) -> list[str]:
+        """``paths`` (once each), then the symlinks in the vault that lead to one of them:
+        what applying ``paths`` applies. The caller holds ``apply_lock``."""
         out = dict.fromkeys(paths)
         for rel in list(out):
             out.update(dict.fromkeys(sorted(self._links_to.get(rel, ()))))

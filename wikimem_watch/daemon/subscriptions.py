@@ -101,9 +101,9 @@ class ChangeFeed:
         external: bool = False,
         stop: Callable[[], bool] | None = None,
     ) -> ApplyStats:
-        batch = list(paths)
         engine = self.engine
         with engine.apply_lock:  # only appliers change `files`: reading it here is safe
+            batch = engine.with_links(paths)  # a note's symlinks change with it
             watching = bool(self._subs)
             hashes = {p: engine.files[p].text_hash for p in batch if p in engine.files}
             before = self._entries(batch) if watching else {}
@@ -118,16 +118,25 @@ class ChangeFeed:
                 before = {i: e for i, e in before.items() if e.path in set(touched)}
                 self._publish(generation, before, after)
             if external and self.journal is not None and touched:
-                self._journal(hashes, new_hashes, stats)
+                # A symlink to a note changed with it is told by the note's own line.
+                applied = set(batch)
+                links = {p for p in touched if self._target(p) in applied}
+                self._journal(hashes, new_hashes, stats, links)
         return stats
+
+    def _target(self, rel: str) -> str | None:
+        record = self.engine.files.get(rel)
+        return None if record is None else record.target
 
     def _entries(self, paths: Iterable[str]) -> dict[str, Entry]:
         engine = self.engine
         return {e.id: e for p in paths if p in engine.files for e in engine.entries_of(p)}
 
-    def _journal(self, old: dict[str, str], new: dict[str, str], stats: ApplyStats) -> None:
+    def _journal(
+        self, old: dict[str, str], new: dict[str, str], stats: ApplyStats, links: set[str]
+    ) -> None:
         assert self.journal is not None
-        created = [p for p in stats.changed if p not in old]
+        created = [p for p in stats.changed if p not in old and p not in links]
         moved_from = {old[p]: p for p in stats.removed if p in old}
         for p in created:
             src = moved_from.pop(new.get(p, ""), None)
@@ -136,7 +145,7 @@ class ChangeFeed:
             elif not self._own(p, new):
                 self.journal.external("create", p)
         for p in stats.changed:
-            if p in old and not self._own(p, new):
+            if p in old and p not in links and not self._own(p, new):
                 self.journal.external("edit", p)
         for p in moved_from.values():
             self.journal.external("delete", p)
