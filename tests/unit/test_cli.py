@@ -110,6 +110,9 @@ def test_no_result_exits_1() -> None:
         (("query", "--vault", "/no/such/vault", "x"), "not a directory"),
         (("query", "--vault", str(EXAMPLE), "--time-range", "2026-99-01..2026-01-01", "x"), "date"),
         (("parse-time", "--now", "noon", "昨天"), "--now"),
+        (("serve", str(EXAMPLE), "--debounce-ms", "20000"), "debounce_ms=20000"),
+        (("serve", str(EXAMPLE), "--debounce-ms", "-5"), "debounce_ms=-5"),
+        (("serve", str(EXAMPLE), "--safety-rescan-s", "-3"), "--safety-rescan-s"),
     ],
 )
 def test_errors_are_one_line_without_traceback(args: tuple[str, ...], needle: str) -> None:

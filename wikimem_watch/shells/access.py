@@ -42,6 +42,8 @@ FLAG_FIELDS = (
     "http",
     "http_allow_remote",
     "http_cors_origins",
+    "poll",
+    "debounce_ms",
 )
 
 

@@ -110,11 +110,15 @@ def _serve(sub: Any) -> None:
     s = _register(sub, "serve", "run the daemon for a vault", "commands.serve_command")
     s.add_argument("vault_pos", metavar="VAULT", nargs="?", type=Path, help="vault directory")
     _add_index_flags(s)
-    s.add_argument("--poll", action="store_true", help="poll instead of native file events")
+    s.add_argument(
+        "--poll", action="store_true", default=None, help="poll instead of native file events"
+    )
     s.add_argument(
         "--quiet", action="store_true", help="print nothing when ready (problems still logged)"
     )
-    s.add_argument("--debounce-ms", type=int, help="quiet time before applying changes")
+    s.add_argument(
+        "--debounce-ms", type=int, help="quiet time before applying changes (0-10000, default 25)"
+    )
     s.add_argument(
         "--safety-rescan-s",
         type=float,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from ..daemon.service import Daemon
 
     use_logging()
@@ -34,14 +33,10 @@ def serve_command(args: argparse.Namespace) -> int:
     if args.vault_pos and args.vault and Path(args.vault_pos) != Path(args.vault):
         raise ConfigError(f"two vaults given: {args.vault_pos} and {args.vault}")
     args.vault = Path(vault)
-    config = config_from_args(args)
-    flags: dict[str, object] = {}
-    if args.poll:
-        flags["poll"] = True
-    if args.debounce_ms is not None:
-        flags["debounce_ms"] = args.debounce_ms
-    if flags:
-        config = replace(config, **flags)  # type: ignore[arg-type]
+    rescan_s = args.safety_rescan_s
+    if not (math.isfinite(rescan_s) and 0 <= rescan_s <= 86_400):
+        raise ConfigError(f"--safety-rescan-s {rescan_s!r}: expected seconds in [0, 86400]")
+    config = config_from_args(args)  # --poll and --debounce-ms checked as every setting is
     daemon = Daemon(
         config, safety_rescan_s=args.safety_rescan_s, announce=None if args.quiet else _announce
     )
