@@ -178,8 +178,9 @@ class Daemon(VaultScans, DaemonReports):
 
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT or ``shutdown``; clean up and return 0."""
-        for warning in self.config.warnings:
-            log.warning("config: %s", warning)
+        if self.announce is None:  # else said once, with the other problems, when ready
+            for warning in self.config.warnings:
+                log.warning("config: %s", warning)
         self._prepare_cache_dir()
         check_socket_path(self.socket_path)
         parent = self.socket_path.parent
@@ -308,9 +309,16 @@ class Daemon(VaultScans, DaemonReports):
     # -------------------------------------------------------------------- writer
 
     def _writer(self) -> None:
+        # The notes' warnings of the first scan are announced with the ready line: not also
+        # logged as each note is read (the scan helper takes this level too). Later edits log.
+        notes = logging.getLogger("wikimem_watch.core.prepare")
+        level = notes.level
+        if self.announce is not None:
+            notes.setLevel(logging.ERROR)
         try:
             self._guarded(self._initial_scan)
         finally:
+            notes.setLevel(level)
             self.state = "ready"
         log.info("ready: %d files, %d entries", len(self.engine.files), len(self.engine.entries))
         if self.announce is not None:
