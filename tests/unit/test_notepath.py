@@ -35,6 +35,8 @@ def engine(tmp_path: Path) -> Engine:
         "People",  # the note's title
         "[[people]]",  # a link pasted whole
         "[[people#Ann|her]]",
+        "[[people#No such heading]]",  # the note is named all the same
+        "[[file:people]]",  # a wikimem link
         "![[wiki/people]]",
     ],
 )

@@ -31,6 +31,9 @@ def resolve_note_path(engine: Engine, raw: str) -> str:
     if text.lstrip("!").startswith("[[") and text.endswith("]]"):  # a link, pasted whole
         link = parse_link(text.lstrip("!")[2:-2], embed=False)
         linked = _by_link(engine, link) if link is not None else None
+        if linked is None and link is not None and link.style == "obsidian" and link.heading:
+            # The note is read whole: a heading it lacks does not make the note not there.
+            linked = _by_link(engine, Link(link.target))
         if linked is None:
             raise NotFound(f"{raw!r} names no indexed note")
         return linked
