@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from wikimem_watch.shells.output import Progress, print_result
+from wikimem_watch.shells.output import Progress, print_entries, print_result
 
 
 class Terminal(io.StringIO):
@@ -102,3 +102,15 @@ def test_a_window_named_by_a_conversation_says_which(capsys: pytest.CaptureFixtu
     first, second = (line for line in lines if line.startswith("window"))
     assert first == "window 2026-11-24 .. 2026-11-24 [parsed: the last conversation] (2 entries)"
     assert second == "window 2026-11-24 .. 2026-11-24 [parsed] (2 entries)"
+
+
+def test_day_and_note_print_each_entry_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    long = "a long entry " * 20
+    entry = {"date": "2026-07-20", "time": "08:00", "path": "diary/2026-07-20.md", "line": 3}
+    print_entries([{**entry, "heading": "08:00", "text": f"{long.strip()}\nsecond line"}])
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "2026-07-20 08:00  diary/2026-07-20.md:3  08:00",
+        f"        {long.strip()}",
+        "        second line",
+    ]

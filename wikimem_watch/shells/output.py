@@ -28,10 +28,13 @@ def print_json(obj: object) -> None:
 
 
 def print_entries(entries: list[dict[str, Any]]) -> None:
+    """``day`` and ``note``: each entry's place, then its whole text (what they are read
+    for; a query's hits show the first 110 characters)."""
     for e in entries:
         when = " ".join(x for x in (e.get("date"), e.get("time")) if x) or "-"
         print(f"{when:16}  {e['path']}:{e['line']}  {e['heading']}")
-        print(f"        {' '.join(str(e['text']).split())[:110]}")
+        for line in str(e["text"]).splitlines():
+            print(f"        {line}".rstrip())
 
 
 def _window_line(gate: dict[str, object], result: dict[str, object]) -> str:
