@@ -113,6 +113,10 @@ def test_no_result_exits_1() -> None:
         (("serve", str(EXAMPLE), "--debounce-ms", "20000"), "debounce_ms=20000"),
         (("serve", str(EXAMPLE), "--debounce-ms", "-5"), "debounce_ms=-5"),
         (("serve", str(EXAMPLE), "--safety-rescan-s", "-3"), "--safety-rescan-s"),
+        (("query", "--vault", str(EXAMPLE), "--now", "yesterday", "x"), "ISO-8601"),
+        (("query", "--vault", str(EXAMPLE), "-k", "0", "x"), "k: expected"),
+        (("query", "--vault", str(EXAMPLE), "--tz", "Mars/Base", "x"), "unknown time zone"),
+        (("day", "--vault", str(EXAMPLE), "14-11-2026"), "must be a date"),
     ],
 )
 def test_errors_are_one_line_without_traceback(args: tuple[str, ...], needle: str) -> None:
@@ -120,6 +124,7 @@ def test_errors_are_one_line_without_traceback(args: tuple[str, ...], needle: st
     assert out.returncode == 2
     assert out.stderr.startswith("wikimem-watch: ") and needle in out.stderr
     assert "Traceback" not in out.stderr
+    assert "answering in-process" not in out.stderr  # a refusal is not an answer
 
 
 def test_parse_time_json_contract() -> None:

@@ -65,7 +65,7 @@ class QueryRequest:
             tags=tuple(t.lstrip("#") for t in _strs(data, "tags")),
             time_range=parse_time_range_field(data.get("time_range")),
             now=_now(data.get("now")),
-            tz=_opt_str(data, "tz"),
+            tz=_zone(_opt_str(data, "tz")),
             parse_time=_bool(data, "parse_time", True),
             expand_links=_bool(data, "expand_links", True),
             budget_tokens=_opt_int(data, "budget_tokens", hi=MAX_BUDGET_TOKENS),
@@ -73,6 +73,19 @@ class QueryRequest:
             weights=_weights(data.get("weights")),
             half_life_days=_opt_pos_float(data, "half_life_days", hi=MAX_HALF_LIFE_DAYS),
         )
+
+
+def _zone(name: str | None) -> str | None:
+    """A time zone name the system knows (checked here: a bad one is refused like any
+    other field, before anything is read)."""
+    if name:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise BadRequest(f"tz: unknown time zone {name!r} (e.g. 'Asia/Shanghai')") from None
+    return name
 
 
 def parse_date(value: object, field: str) -> date:

@@ -164,10 +164,11 @@ def answer(args: argparse.Namespace, method: str, params: dict[str, object]) -> 
         with client:
             return obj(client.call(method, params))
     config = config_from_args(args, in_process=True)
-    say_in_process(args, config)
     from .inprocess import local_answer
 
-    return obj(local_answer(config, method, params))
+    result = obj(local_answer(config, method, params))
+    say_in_process(args, config)  # after: a request refused is told without it
+    return result
 
 
 def obj(value: object) -> dict[str, Any]:

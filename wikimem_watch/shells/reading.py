@@ -42,11 +42,12 @@ def query_command(args: argparse.Namespace) -> int:
     from ..retrieval.request import QueryRequest
 
     config = config_from_args(args, in_process=True)
+    # A bad flag is told before anything else (not after "answering in-process").
+    req = None if args.text == "-" else QueryRequest.from_dict(request_from_args(args))
     say_in_process(args, config)
     engine = open_engine(config, vectors=True)
-    if args.text == "-":
-        return _batch(lambda req: run_query(engine, QueryRequest.from_dict(req)))
-    req = QueryRequest.from_dict(request_from_args(args))
+    if req is None:
+        return _batch(lambda line: run_query(engine, QueryRequest.from_dict(line)))
     return print_result(run_query(engine, req), args.json)
 
 
