@@ -349,3 +349,10 @@ def test_the_tour_s_recommendation_ranks_above_its_echo(example_engine: Engine) 
     assert found[:2] == ["diary/2026-11-27.md#21:31", "diary/2026-11-27.md#21:32"]
     plain = hits(ask(example_engine, q=q, now=now, weights={"information": 0}))
     assert plain[0]["id"] == "diary/2026-11-27.md#21:32"  # "好，那就读这本小说。"
+
+
+def test_a_query_over_a_vault_with_no_notes_says_nothing_is_indexed(tmp_path: Path) -> None:
+    engine = Engine(load_config(tmp_path))
+    engine.scan()
+    note = str(ask(engine, q="coffee")["note"])
+    assert note.startswith("nothing is indexed: no notes were found in") and str(tmp_path) in note

@@ -86,10 +86,13 @@ def run_query(
             costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
             hits = hits[: budget_cut(costs, req.budget_tokens)]
     searchable = bool(terms) or bool(applied and listing)
+    note = None if searchable else nothing_searchable(req.q, gate)
+    if note is None and not hits and not engine.files:
+        note = f"nothing is indexed: no notes were found in {str(engine.root)!r}"
     return {
         "q": req.q,
         "hits": hits,
-        "note": None if searchable else nothing_searchable(req.q, gate),
+        "note": note,
         "time_range": gate.as_dict() if gate else None,
         "time_range_source": gate.source if gate else None,
         "widened": bool(gate and gate.widened),
