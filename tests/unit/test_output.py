@@ -91,6 +91,9 @@ def test_status_during_a_first_scan_says_how_many_files_are_read(
     assert "scan     1200 files to read before ready" in capsys.readouterr().out
     print_status({**status, "state": "ready", "scan_files": None})
     assert "scan " not in capsys.readouterr().out
+    http = {"url": "http://127.0.0.1:8765", "token_file": "/run/t.http-token"}
+    print_status({**status, "http": http})  # where the token is: what a 401 points to
+    assert "http     http://127.0.0.1:8765  token in /run/t.http-token" in capsys.readouterr().out
 
 
 def test_a_window_named_by_a_conversation_says_which(capsys: pytest.CaptureFixture[str]) -> None:

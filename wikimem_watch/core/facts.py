@@ -31,7 +31,10 @@ def make_tokenizer(config: Config) -> Tokenizer:
             jieba.setLogLevel(logging.WARNING)
             segmenter = jieba.lcut
         except ImportError:
-            log.warning("jieba is not installed (pip install 'wikimem-watch[zh]'); using bigrams")
+            log.warning(
+                "jieba is not installed (pip install 'wikimem-watch[zh]', in a clone "
+                "pip install -e '.[zh]'); using bigrams"
+            )
     return Tokenizer(
         stop_words=STOP_WORDS if config.stop_words else None,
         stem=config.stem,

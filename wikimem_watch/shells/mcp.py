@@ -80,7 +80,8 @@ def mcp_command(args: argparse.Namespace) -> int:
         import mcp  # noqa: F401 - the optional extra
     except ImportError:
         raise ConfigError(
-            "the MCP server needs the [mcp] extra: pip install 'wikimem-watch[mcp]'"
+            "the MCP server needs the [mcp] extra: pip install 'wikimem-watch[mcp]' "
+            "(in a clone: pip install -e '.[mcp]')"
         ) from None
     from .output import use_logging
 

@@ -176,6 +176,8 @@ def print_status(status: dict[str, Any]) -> None:
     print(f"{status['state']}  vault {status['vault']}  pid {status['pid']} on {status['host']}")
     if "socket" in status:
         print(f"socket   {status['socket']}  ({status['watcher']} watcher)")
+    if status.get("http"):
+        print(f"http     {status['http']['url']}  token in {status['http']['token_file']}")
     pending = f", pending {status['pending']}" if "pending" in status else ""
     print(
         f"index    {status['files']} files, {entries['diary']} diary + {entries['wiki']} wiki "

