@@ -71,8 +71,9 @@ def test_a_held_lock_refuses_a_second_daemon_naming_the_first(
         assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
         live = read_live_lock(path)
         assert live is not None and live.pid == os.getpid() and live.socket == "/tmp/x.sock"
-        with pytest.raises(AlreadyRunning, match=f"pid {os.getpid()}, socket /tmp/x.sock"):
+        with pytest.raises(AlreadyRunning, match=f"pid {os.getpid()}, socket /tmp/x.sock") as e:
             DaemonLock.acquire(path, info(tmp_path))
+        assert e.value.message.endswith(f"stop it first: wikimem-watch stop --vault {tmp_path}")
     finally:
         first.release()
     assert not path.exists() and read_live_lock(path) is None

@@ -147,7 +147,13 @@ class AlreadyRunning(ConfigError):
 
     def __init__(self, info: LockInfo | None, path: Path) -> None:
         who = f"pid {info.pid}, socket {info.socket}" if info else "details unreadable"
-        super().__init__(f"a daemon is already running for this vault ({who}; lock {path})")
+        from shlex import quote  # only here: a client run never needs it
+
+        stop = f"wikimem-watch stop --vault {quote(info.vault)}" if info else "wikimem-watch stop"
+        super().__init__(
+            f"a daemon is already running for this vault ({who}; lock {path}); to start "
+            f"this one instead, stop it first: {stop}"
+        )
         self.info = info
 
 
