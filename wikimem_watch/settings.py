@@ -207,7 +207,13 @@ def _check_range(name: str, value: object) -> None:
     if not math.isfinite(value) or value < lo or (lo_open and value == lo) or value > hi:
         low = "(" if lo_open else "["
         extra = ": BM25 is never switched off" if name == "weight_bm25" else ""
-        raise ValueError(f"{name}={value!r} must be a finite number in {low}{lo:g}, {hi:g}]{extra}")
+        span = f"{low}{_number(lo)}, {_number(hi)}]"
+        raise ValueError(f"{name}={value!r} must be a finite number in {span}{extra}")
+
+
+def _number(bound: float) -> str:
+    """A range bound as written in a config file: 1073741824, not 1.07374e+09."""
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
 
 
 def _read_user_file(path: Path) -> tuple[dict[str, object], dict[str, Endpoint]]:

@@ -184,6 +184,13 @@ def test_each_commands_help_is_the_same_from_its_own_parser_and_from_the_full_on
         )
 
 
+def test_every_commands_help_says_what_it_does_and_its_exit_status() -> None:
+    for name, parser in leaf_parsers(build_parser()).items():
+        text = parser.format_help()
+        assert parser.description, f"{name} --help has no description"
+        assert "exit status: 0 ok" in text, f"{name} --help has no exit status"
+
+
 def test_every_command_names_a_handler_that_exists() -> None:
     for name, parser in leaf_parsers(build_parser()).items():
         handler = handler_of(argparse.Namespace(handler=parser.get_default("handler")))

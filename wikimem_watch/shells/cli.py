@@ -75,9 +75,8 @@ def _register(sub: Any, name: str, help_: str, handler: str) -> Parser:
 
 
 def _query(sub: Any) -> None:
-    q = sub.add_parser(
-        "query", help="search the vault (through the daemon, else in-process)", epilog=EPILOG
-    )
+    help_ = f"search the vault {ANSWERED}"
+    q = sub.add_parser("query", help=help_, description=help_, epilog=EPILOG)
     _add_vault(q)
     _add_index_flags(q)
     q.add_argument("text", metavar="TEXT", help="the query, or - to read JSON requests from stdin")
@@ -98,7 +97,8 @@ def _query(sub: Any) -> None:
 
 
 def _parse_time(sub: Any) -> None:
-    t = sub.add_parser("parse-time", help="show the window a time expression opens", epilog=EPILOG)
+    help_ = "show the window of days a time expression opens (calendar words; no vault needed)"
+    t = sub.add_parser("parse-time", help=help_, description=help_, epilog=EPILOG)
     t.add_argument("text", metavar="TEXT")
     t.add_argument("--now", help="reference time (ISO, default: now)")
     t.add_argument("--tz", help="IANA time zone name")
@@ -224,9 +224,11 @@ def _provenance(p: Parser) -> None:
 
 
 def _write(sub: Any) -> None:
-    w = sub.add_parser("write", help="write into the vault safely, through the daemon")
+    help_ = f"write into the vault safely {ANSWERED}"
+    w = sub.add_parser("write", help=help_, description=help_, epilog=EPILOG)
     wsub = w.add_subparsers(dest="write_kind", required=True, metavar="KIND")
-    d = wsub.add_parser("diary", help="append a ## HH:MM entry to diary/YYYY-MM-DD.md")
+    help_ = "append a ## HH:MM entry to diary/YYYY-MM-DD.md, in time order"
+    d = wsub.add_parser("diary", help=help_, description=help_, epilog=EPILOG)
     _add_vault(d)
     d.add_argument("text", metavar="TEXT", help="the entry text, or - to read it from stdin")
     d.add_argument("--date", help="YYYY-MM-DD (default: the local date of --ts, or today)")
@@ -235,7 +237,8 @@ def _write(sub: Any) -> None:
     d.add_argument("--tz", help="IANA time zone for the date and time (default: local)")
     _provenance(d)
     d.set_defaults(handler="writing.diary_command")
-    u = wsub.add_parser("wiki", help="add or replace the ## NAME item of wiki/FILE.md")
+    help_ = "add or replace the ## NAME item of wiki/FILE.md"
+    u = wsub.add_parser("wiki", help=help_, description=help_, epilog=EPILOG)
     _add_vault(u)
     u.add_argument("file", metavar="FILE", help="lowercase slug: the file is wiki/FILE.md")
     u.add_argument("name", metavar="NAME", help="the item's name (any language; no [[ ]] : | #)")
@@ -243,7 +246,8 @@ def _write(sub: Any) -> None:
     u.add_argument("--ts", help="ISO-8601 time of the fact (default: now)")
     _provenance(u)
     u.set_defaults(handler="writing.wiki_command")
-    x = wsub.add_parser("delete", help="remove the ## NAME item from wiki/FILE.md")
+    help_ = "remove the ## NAME item from wiki/FILE.md"
+    x = wsub.add_parser("delete", help=help_, description=help_, epilog=EPILOG)
     _add_vault(x)
     x.add_argument("file", metavar="FILE")
     x.add_argument("name", metavar="NAME")
@@ -252,7 +256,8 @@ def _write(sub: Any) -> None:
 
 
 def _journal(sub: Any) -> None:
-    j = sub.add_parser("journal", help="the vault's journal.jsonl, as JSON lines")
+    help_ = "the vault's journal.jsonl (every write and applied external change), as JSON lines"
+    j = sub.add_parser("journal", help=help_, description=help_, epilog=EPILOG)
     _add_vault(j)
     j.add_argument("--limit", type=int, default=20, help="last N lines (default 20)")
     j.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
@@ -260,7 +265,8 @@ def _journal(sub: Any) -> None:
 
 
 def _watch_changes(sub: Any) -> None:
-    c = sub.add_parser("watch-changes", help="print index changes as JSON lines (subscribe)")
+    help_ = "print the running daemon's index changes as JSON lines, as they happen (subscribe)"
+    c = sub.add_parser("watch-changes", help=help_, description=help_, epilog=EPILOG)
     _add_vault(c)
     c.add_argument("--q", help="only changes whose entries match these words")
     c.add_argument("--paths", help="comma-separated path prefixes or globs")
