@@ -3,6 +3,7 @@ no sync starts before the load ends."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
@@ -44,3 +45,17 @@ def test_queries_rank_without_vectors_until_a_background_load_ends(
     assert found is not None and set(list(entries)[:3]) <= set(found)
     assert service.status()["state"] == "ready"
     service.close()
+
+
+def test_a_cache_of_another_model_is_one_warning_that_names_the_fix(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = VectorService(CountingEmbedder(), tmp_path)
+    first.open()
+    first.sync.sync(vault(4))
+    other = CountingEmbedder()
+    other._dim = 32  # another dimension: another model's cache
+    with caplog.at_level(logging.WARNING, logger="wikimem_watch.vectors"):
+        VectorService(other, tmp_path).open()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "wikimem-watch embed --rebuild" in warnings[0]

@@ -101,7 +101,8 @@ class VectorCache(CacheMerges):
             ours, foreign = verdicts.count("ok"), verdicts.count("foreign")
             self.state = "mismatch" if foreign and not ours else "ready"
             if self.state == "mismatch":
-                self._reset()
+                self._reset()  # said once by the caller; each group's reason is in `dropped`
+                return
             for message in self.dropped:
                 log.warning("vector cache %s: %s", self.cache_dir, message)
 

@@ -75,8 +75,11 @@ class VectorService:
     def _open(self) -> None:
         self.cache.load()
         if self.cache.state == "mismatch":
+            model = self.cache.fingerprint.get("model")
             self._warn_once(
-                "mismatch", "vector cache is for another model: BM25 only until `embed`"
+                "mismatch",
+                f"the vector cache was made with another embedding model than {model!r}: "
+                "BM25 only until `wikimem-watch embed --rebuild` re-embeds the vault",
             )
 
     def update(
