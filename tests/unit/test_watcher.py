@@ -294,6 +294,22 @@ def test_force_polling_skips_the_native_observer(root: Path) -> None:
     assert watcher.kind == "polling" and not native.started and polling.started
 
 
+def test_change_sets_waiting_one_behind_the_other_are_taken_as_one() -> None:
+    changes = ChangeQueue()
+    changes.put(ChangeSet(frozenset({"a.md"})))
+    changes.put(ChangeSet(frozenset({"a.md", "b.md"}), frozenset({"d"})))
+    changes.put("a job")  # not merged across: what came after it stays after it
+    changes.put(ChangeSet(frozenset({"c.md"})))
+    changes.put(ChangeSet(rescan=True))
+    assert changes.get() == ChangeSet(frozenset({"a.md", "b.md"}), frozenset({"d"}))
+    assert changes.pending() == 3 + 1 + 1  # in hand, and the two behind the job
+    changes.done_with()
+    assert changes.get() == "a job"
+    assert changes.get() == ChangeSet(frozenset({"c.md"}), rescan=True)
+    changes.done_with()
+    assert changes.pending() == 0 and changes.empty()
+
+
 def test_a_change_set_taken_from_the_queue_stays_pending_until_done() -> None:
     changes = ChangeQueue()
     changes.put(ChangeSet(frozenset({"a.md", "b.md"}), frozenset({"d"})))

@@ -68,16 +68,28 @@ class ChangeSet:
 
 
 class ChangeQueue(queue.Queue[object]):
-    """The daemon's queue of change sets (and its own jobs). The change set taken last stays
-    pending (``pending``) from the moment it leaves the queue, under the queue's own lock,
-    until the taker calls ``done_with``: no moment finds it in neither place."""
+    """The daemon's queue of change sets (and its own jobs). Change sets waiting one behind
+    the other are taken as one (a writer that fell behind reads each file once, not once per
+    save). The change set taken last stays pending (``pending``) from the moment it leaves
+    the queue, under the queue's own lock, until the taker calls ``done_with``: no moment
+    finds it in neither place."""
 
     in_hand = 0
 
     def _get(self) -> object:  # called by ``get`` under ``mutex``
         item = super()._get()
-        if isinstance(item, ChangeSet):
-            self.in_hand = item.size()
+        if not isinstance(item, ChangeSet):
+            return item
+        merged = [item]
+        while self.queue and isinstance(self.queue[0], ChangeSet):
+            merged.append(self.queue.popleft())
+        if len(merged) > 1:
+            item = ChangeSet(
+                frozenset().union(*(c.paths for c in merged)),
+                frozenset().union(*(c.dirs for c in merged)),
+                any(c.rescan for c in merged),
+            )
+        self.in_hand = item.size()
         return item
 
     def done_with(self) -> None:
