@@ -175,3 +175,24 @@ def test_the_hello_example_lists_every_method() -> None:
     replies = [ln[2:] for ln in PROTOCOL.splitlines() if ln.startswith("← ")]
     hello = next(json.loads(r)["result"] for r in replies if '"capabilities"' in r)
     assert hello["capabilities"] == sorted(SERVER_METHODS)
+
+
+def test_every_test_the_reliability_page_cites_exists() -> None:
+    """``tests/x.py::test_y`` and the shorthand ``::test_z`` (in the file cited last)."""
+    root = DOCS.parent
+    text = (DOCS / "reliability.md").read_text(encoding="utf-8")
+    cited, current = [], None
+    for m in re.finditer(r"(tests/[\w/]+\.py)?::(test_\w+)|(tests/[\w/]+\.py)", text):
+        current = m.group(1) or m.group(3) or current
+        if m.group(2):
+            assert current is not None, f"::{m.group(2)} before any file is cited"
+            cited.append((current, m.group(2)))
+        else:
+            assert (root / current).is_file(), current
+    assert len(cited) > 40
+    missing = [
+        f"{path}::{name}"
+        for path, name in cited
+        if not re.search(rf"^def {name}\(", (root / path).read_text(encoding="utf-8"), re.M)
+    ]
+    assert missing == []
