@@ -59,3 +59,31 @@ def test_a_cache_of_another_model_is_one_warning_that_names_the_fix(
         VectorService(other, tmp_path).open()
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "wikimem-watch embed --rebuild" in warnings[0]
+
+
+def test_a_query_does_not_wait_for_the_cache_rewriting_its_files(tmp_path: Path) -> None:
+    """A merge or a base rewrite holds the cache's lock for up to seconds while it writes; a
+    query (holding the engine's lock meanwhile) ranks with BM25 alone instead of waiting."""
+    service = VectorService(CountingEmbedder(), tmp_path)
+    service.open()
+    entries = vault(4)
+    service.sync.sync(entries)
+    assert service.cosines("cat number 1", list(entries), 3)  # vectors, when free
+    held, release = threading.Event(), threading.Event()
+
+    def rewrite() -> None:
+        with service.cache._lock:  # what maintain() holds while it writes its files
+            held.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        assert held.wait(10)
+        assert service.cosines("cat number 2", list(entries), 3) is None
+        assert writer.is_alive()  # answered while the rewrite still held the lock
+    finally:
+        release.set()
+        writer.join(10)
+    assert service.status()["busy_skips"] == 1
+    assert service.cosines("cat number 2", list(entries), 3)

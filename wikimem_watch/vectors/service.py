@@ -35,6 +35,10 @@ __all__ = ["VectorService", "make_embedder", "open_vectors"]
 
 log = logging.getLogger(__name__)
 
+# How long a query waits for the vector cache before it ranks with BM25 alone: an add holds
+# the cache's lock for milliseconds, a merge or a base rewrite for up to seconds.
+QUERY_WAIT_S = 0.1
+
 
 class VectorService:
     """Embedder + cache + background sync behind one small face for the engine and query path.
@@ -60,6 +64,7 @@ class VectorService:
         self._queries: dict[str, FloatMatrix] = {}
         self._queries_lock = threading.Lock()
         self._warned: set[str] = set()
+        self.busy_skips = 0  # queries answered without vectors: the cache was busy writing
 
     def open(self, *, background: bool = False) -> None:
         """Load the cache (tolerant; never raises for torn files). ``background``: on a
@@ -127,8 +132,9 @@ class VectorService:
         query = self._query_vector(text)
         if query is None:
             return None
-        found = dict(self.cache.search(query, None, limit))
-        found.update(self.cache.cosines(query, hashes))
+        found = self.cache.nearest_and_cosines(query, hashes, limit, QUERY_WAIT_S)
+        if found is None:
+            self.busy_skips += 1  # the cache is rewriting its files: BM25 alone, this once
         return found
 
     def status(self) -> dict[str, object]:
@@ -140,6 +146,7 @@ class VectorService:
             busy=self.sync.busy,
             failed=self.sync.failed,
             deferred=self.sync.deferred,
+            busy_skips=self.busy_skips,
         )
         stats["last_error"] = self.sync.last_error or stats["last_error"]
         return stats
