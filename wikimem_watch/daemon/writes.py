@@ -238,19 +238,26 @@ def replace(
             carried += _swap_back(tmp, path, new, rel, retire)
             base = expect = old
             continue
-        current = _read_now(path)
-        if current != expect:
-            if current is None:
-                raise WriteConflict(f"{rel!r} was deleted while being written; not recreating")
-            base, expect = current, current
-            continue
-        tmp = _temp(path, new, mode)
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-        late = _read_fd(snap.fd) if snap.fd is not None else expect
+        # No exchange: compare, then replace. What is watched for late bytes is the file
+        # this attempt compared (an editor's save may have put another one in place since
+        # the first read: the first file's bytes are no reason to go back to them).
+        watched = _open_now(path)
+        if watched is None:
+            raise WriteConflict(f"{rel!r} was deleted while being written; not recreating")
+        try:
+            current = _read_fd(watched)
+            if current != expect:
+                base, expect = current, current
+                continue
+            tmp = _temp(path, new, mode)
+            os.replace(tmp, path)
+            _fsync_dir(path.parent)
+            late = _read_fd(watched)
+        finally:
+            os.close(watched)
         if late == expect:
             return new_text
-        base, expect = late, new  # written to the old file after we read it: theirs first
+        base, expect = late, new  # written to the file we replaced after we read it
     raise WriteConflict(
         f"{rel!r} kept changing under other writers for {CONTEND_S:g} s; nothing written over "
         "their bytes — retry"
@@ -302,10 +309,17 @@ def _swap_in(path: Path, data: bytes, mode: int) -> tuple[Path, int, bytes] | No
         raise
 
 
-def _read_now(path: Path) -> bytes | None:
+def _open_now(path: Path) -> int | None:
+    """The file at ``path`` now, open for reading; None when there is none."""
     try:
-        fd = os.open(path, _READ)
+        return os.open(path, _READ)
     except FileNotFoundError:
+        return None
+
+
+def _read_now(path: Path) -> bytes | None:
+    fd = _open_now(path)
+    if fd is None:
         return None
     try:
         return _read_fd(fd)
