@@ -87,12 +87,15 @@ def test_delete_removes_exactly_the_sections_lines(old: str, name: str) -> None:
     if span is None:
         assert out is None
         return
-    lines = edit.split_lines(old)
-    head, tail = "".join(lines[: span[0]]), "".join(lines[span[1] :])
-    nl = edit.newline_of(old)
-    if not tail and head.endswith(nl + nl):  # the last section's blank line goes with it
-        head = head[: -len(nl)]
-    assert out == head + tail
+    expected, nl = old, edit.newline_of(old)
+    while span is not None:  # every section of that name goes, as in the wikimem library
+        lines = edit.split_lines(expected)
+        head, tail = "".join(lines[: span[0]]), "".join(lines[span[1] :])
+        if not tail and head.endswith(nl + nl):  # the last section's blank line goes with it
+            head = head[: -len(nl)]
+        expected = head + tail
+        span = edit.find_item(expected, name)
+    assert out == expected and edit.find_item(out, name) is None
 
 
 @settings(max_examples=300, deadline=None)

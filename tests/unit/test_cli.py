@@ -2,8 +2,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -276,3 +280,53 @@ def test_a_socket_no_daemon_serves_is_named_before_answering_in_process(tmp_path
     out = cli("query", "--vault", str(EXAMPLE), "--socket", str(sock), "--json", "dentist")
     assert out.returncode == 0 and json.loads(out.stdout)["hits"]
     assert f"no daemon is listening on {str(sock)!r}; answering in-process" in out.stderr
+
+
+def test_a_write_the_daemon_took_but_did_not_answer_is_not_made_again(tmp_path: Path) -> None:
+    """A daemon that read the write and closed without a reply may have made it: the CLI says
+    so and does not write it a second time in-process."""
+    vault = tmp_path / "v"
+    (vault / "diary").mkdir(parents=True)
+    path = Path(tempfile.gettempdir()) / f"wmw-{uuid.uuid4().hex[:10]}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+
+    def take_and_hang_up() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.makefile("rb").readline()
+
+    taker = threading.Thread(target=take_and_hang_up)
+    taker.start()
+    try:
+        out = cli(
+            "write", "diary", "--vault", str(vault), "--socket", str(path), "--date", "2026-01-01",
+            "--time", "10:00", "walked the dog",
+        )  # fmt: skip
+    finally:
+        taker.join(10)
+        server.close()
+        path.unlink(missing_ok=True)
+    assert out.returncode == 2 and "may have been made" in out.stderr
+    assert not (vault / "diary" / "2026-01-01.md").exists()
+
+
+def test_a_diary_write_is_filed_in_the_commands_own_time_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sent with its day and time, so a daemon running with another TZ files it where an
+    in-process write would."""
+    import time
+
+    from wikimem_watch.shells.writing import _local_day_and_time
+
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")  # UTC+14
+    time.tzset()
+    try:
+        args = argparse.Namespace(ts="2026-01-01T23:30:00+00:00", date=None, time=None)
+        got = _local_day_and_time(args)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert got == {"date": "2026-01-02", "time": "13:30", "ts": "2026-01-01T23:30:00+00:00"}

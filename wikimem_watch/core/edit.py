@@ -19,11 +19,15 @@ from dataclasses import dataclass
 from ..errors import BadRequest, require_text
 from .headings import headings
 from .parse import front_matter_lines
+from .vault import MAX_NOTE_BYTES
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
-_FILE = re.compile(r"^[a-z0-9_][a-z0-9_-]*$")
+_FILE = re.compile(r"[a-z0-9_][a-z0-9_-]{0,99}")
 _RESERVED = ("[[", "]]", ":", "|", "#")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # no line may end inside a name
+_SETEXT = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*(?:\r\n|\r|\n)?$")
+MAX_NAME_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +46,11 @@ class Edit:
 
 def check_file(file: object) -> str:
     """A wiki file name: a lowercase ASCII slug (it is also the file name and link prefix)."""
-    if not isinstance(file, str) or not _FILE.match(file):
+    if not isinstance(file, str) or not _FILE.fullmatch(file):
         raise BadRequest(
             f'"file" must be a lowercase ASCII slug like "daily_life" '
-            f"([a-z0-9_][a-z0-9_-]*, the file is wiki/<file>.md), got {file!r}"
+            f"([a-z0-9_][a-z0-9_-]*, at most 100 characters; the file is wiki/<file>.md), "
+            f"got {file!r}"
         )
     return file
 
@@ -54,9 +59,13 @@ def check_name(name: object) -> str:
     """An item name: any language, whitespace collapsed, none of ``[[ ]] : | #``."""
     if not isinstance(name, str):
         raise BadRequest(f'"name" must be a string, got {name!r}')
-    cleaned = " ".join(require_text(name, "name").split())
+    if _CONTROL.search(require_text(name, "name").strip()):
+        raise BadRequest(f'"name" {name!r} contains a control character or line break')
+    cleaned = " ".join(name.split())
     if not cleaned:
         raise BadRequest('"name" is empty: an item needs a name (any language)')
+    if len(cleaned) > MAX_NAME_CHARS:
+        raise BadRequest(f'"name" is {len(cleaned)} characters; at most {MAX_NAME_CHARS}')
     bad = [tok for tok in _RESERVED if tok in cleaned]
     if bad:
         raise BadRequest(
@@ -99,6 +108,14 @@ def check_body(text: object) -> str:
             f'"text" line {top[0][0] + 1} is a level-{top[0][1]} heading, which would start a '
             "new entry; use ### or deeper inside an entry"
         )
+    # The wikimem library reads a note line by line (``str.splitlines``, which also breaks at
+    # U+2028 and form feeds), code fences or not: a line it would take for a heading is refused.
+    for n, line in enumerate(body.splitlines()):
+        if re.match(r"##\s", line):
+            raise BadRequest(
+                f'"text" line {n + 1} starts with "##", which the wikimem library reads as a '
+                "new section even inside a code block; indent it or use ###"
+            )
     return body
 
 
@@ -109,7 +126,11 @@ def render_meta(owner: str | None, source: str | None, ts: str | None) -> str:
     for key, value in (("owner", owner), ("source", source), ("ts", ts)):
         if value is None:
             continue
-        clean = " ".join(require_text(value, key).replace("|", "/").replace("-->", "--").split())
+        if _CONTROL.search(require_text(value, key).replace("\n", " ").replace("\t", " ")):
+            raise BadRequest(f'"{key}" {value!r} contains a control character')
+        clean = " ".join(value.replace("|", "/").split())
+        while "-->" in clean or "<!--" in clean:  # "-->>" would be "-->" after one pass
+            clean = clean.replace("-->", "--").replace("<!--", "<!-")
         if clean:
             fields.append(f"{key}={clean}")
     return f"<!-- wikimem: {' | '.join(fields)} -->" if fields else ""
@@ -132,8 +153,11 @@ def split_lines(text: str) -> list[str]:
 
 
 def newline_of(text: str) -> str:
-    """The file's line-ending style: CRLF when most of its line breaks are CRLF."""
+    """The file's line-ending style: CRLF when most of its line breaks are CRLF; CR when it
+    has no other."""
     crlf = text.count("\r\n")
+    if "\n" not in text and "\r" in text:
+        return "\r"
     return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
 
 
@@ -160,7 +184,7 @@ def _append(old: str, block: str, nl: str) -> Edit:
         sep = nl
     else:
         sep = nl + nl
-    line = len(split_lines(old)) + sep.count("\n") + (0 if old.endswith(("\n", "\r")) else -1)
+    line = len(split_lines(old)) + len(_BREAK.findall(sep)) - (not old.endswith(("\n", "\r")))
     appended = sep + block
     return Edit(old + appended, line + 1 if old else 1, appended)
 
@@ -179,16 +203,46 @@ def insert_diary_entry(old: str, time: str, body: str, meta: str) -> Edit:
     """Add a ``## time`` entry in chronological order: before the first ``## HH:MM`` section
     whose time is later (equal times keep their order: the new one goes after them), else
     at the end. Sections whose heading is not a time stay where they are."""
-    nl = newline_of(old)
+    bom, text = _bom(old)
+    nl = newline_of(text)
     block = _block(time, body, meta, nl)
-    lines = split_lines(old)
-    for n, heading in sections(old):
+    lines = split_lines(text)
+    made = None
+    for n, heading in sections(text):
         m = _TIME.match(heading)
         if m and f"{int(m.group(1)):02d}:{m.group(2)}" > time:
             if n > 0 and not lines[n - 1].endswith(("\n", "\r")):
                 break  # cannot happen (a heading starts a line); append instead
-            return Edit("".join(lines[:n]) + block + nl + "".join(lines[n:]), n + 1)
-    return _append(old, block, nl)
+            made = Edit("".join(lines[:n]) + block + nl + "".join(lines[n:]), n + 1)
+            break
+    if made is None:
+        made = _append(text, block, nl)
+    return _read_back(old, Edit(bom + made.text, made.line, made.appended), time, 1)
+
+
+def _bom(text: str) -> tuple[str, str]:
+    """(the byte-order mark the text starts with, or "", the rest): edits splice the rest,
+    so a section on the first line is found where the index finds it, and the mark stays."""
+    return ("\ufeff", text[1:]) if text.startswith("\ufeff") else ("", text)
+
+
+def _read_back(old: str, made: Edit, heading: str, added: int) -> Edit:
+    """``made``, once the index's own reader finds the written section where the edit put it
+    and every other section still there; else BadRequest and nothing is written (a note
+    that ends inside an open code block, HTML comment or front matter would swallow it)."""
+    if len(made.text.encode("utf-8")) > MAX_NOTE_BYTES:
+        raise BadRequest(
+            f"the note would be over {MAX_NOTE_BYTES // (1024 * 1024)} MiB, which the index "
+            "skips; nothing written"
+        )
+    after = sections(made.text)
+    ours = any(n == made.line - 1 and " ".join(h.split()) == heading for n, h in after)
+    if not ours or len(after) != len(sections(old)) + added:
+        raise BadRequest(
+            f"the note would not read the {heading!r} section back as its own (it ends inside "
+            "an open code block, HTML comment or front matter?): nothing written; close it first"
+        )
+    return made
 
 
 def find_item(text: str, name: str) -> tuple[int, int] | None:
@@ -214,44 +268,63 @@ def item_state(text: str | None, name: str) -> str | None:
 
 
 def upsert_item(old: str, name: str, body: str, meta: str) -> tuple[Edit, bool]:
-    """Replace the body of item ``name`` (its heading line is kept byte for byte), or append
-    a new ``## name`` section; returns (edit, created)."""
-    nl = newline_of(old)
-    span = find_item(old, name)
+    """Replace the body of item ``name`` (its heading line, or the two lines of a setext
+    heading, kept byte for byte), or append a new ``## name`` section; returns (edit,
+    created)."""
+    bom, text = _bom(old)
+    nl = newline_of(text)
+    span = find_item(text, name)
     if span is None:
-        return _append(old, _block(name, body, meta, nl), nl), True
+        made = _append(text, _block(name, body, meta, nl), nl)
+        return _read_back(old, Edit(bom + made.text, made.line, made.appended), name, 1), True
     start, end = span
-    lines = split_lines(old)
-    heading = lines[start] if lines[start].endswith(("\n", "\r")) else lines[start] + nl
+    lines = split_lines(text)
+    kept = 1  # the heading line; a setext heading's underline too
+    if start + 1 < end and _SETEXT.match(lines[start + 1]) and "#" not in lines[start][:4]:
+        kept = 2
+    heading = "".join(lines[start : start + kept])
+    if not heading.endswith(("\n", "\r")):
+        heading += nl
     section = _block(name, body, meta, nl).split(nl, 1)[1]  # the part after the heading
     if end < len(lines):
         section += nl  # a blank line before the next section
     elif not lines[-1].endswith(("\n", "\r")):
         section = section[: -len(nl)]  # the file had no final newline: it still has none
-    return Edit("".join(lines[:start]) + heading + section + "".join(lines[end:]), start + 1), False
+    made = Edit(bom + "".join(lines[:start]) + heading + section + "".join(lines[end:]), start + 1)
+    return _read_back(old, made, name, 0), False
 
 
 def delete_item(old: str, name: str) -> str | None:
-    """The text without item ``name``'s section (heading to the next one), or None when
-    there is no such item.
+    """The text without item ``name``'s sections (heading to the next one; every section of
+    that name, as the wikimem library removes them), or None when there is no such item.
 
     The last section of a file takes the blank line that set it apart with it (the one
     ``upsert_item`` put there when it added the item): adding an item and deleting it gives
     the file back byte for byte, and no file is left ending in a blank line."""
-    span = find_item(old, name)
+    bom, text = _bom(old)
+    span = find_item(text, name)
     if span is None:
         return None
-    lines = split_lines(old)
-    head, tail = "".join(lines[: span[0]]), "".join(lines[span[1] :])
-    nl = newline_of(old)
-    if not tail and head.endswith(nl + nl):
-        head = head[: -len(nl)]
-    return head + tail
+    nl = newline_of(text)
+    while span is not None:
+        lines = split_lines(text)
+        head, tail = "".join(lines[: span[0]]), "".join(lines[span[1] :])
+        if not tail and head.endswith(nl + nl):
+            head = head[: -len(nl)]
+        text = head + tail
+        span = find_item(text, name)
+    return bom + text
 
 
 def normalize(text: str) -> str:
     """``text`` with ``\\n`` line breaks only."""
     return _BREAK.sub("\n", text) if "\r" in text else text
+
+
+def count_time(text: str, time: str) -> int:
+    """How many ``## time`` sections ``text`` has (``9:00`` is ``09:00``)."""
+    found = (_TIME.match(h.strip()) for _, h in sections(text))
+    return sum(1 for m in found if m and f"{int(m.group(1)):02d}:{m.group(2)}" == time)
 
 
 def count_block(text: str, block: str) -> int:

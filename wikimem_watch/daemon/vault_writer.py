@@ -111,12 +111,13 @@ class VaultWriter:
         body = edit.check_body(text)
         ts, day, hhmm = when(ts, date, time, tz)
         meta = edit.render_meta(owner, source, ts)
-        block = edit.diary_block(hhmm, body, meta)
         rel = f"diary/{day}.md"
         op = _Op(
             rel,
             lambda: self._diary(rel, day, hhmm, body, meta),
-            lambda t: 0 if t is None else edit.count_block(t, block),
+            # What a lost write changes: how many entries that time has (a person's fix to
+            # the entry's words keeps it, and must not read as the entry lost).
+            lambda t: 0 if t is None else edit.count_time(t, hhmm),
             lambda detail: self.journal.diary(day, hhmm, owner, source, detail),
         )
         return self._perform(op)
@@ -306,6 +307,8 @@ class VaultWriter:
         raise writes.WriteConflict(f"{rel!r} kept changing under other writers; retry")
 
     def _delete(self, rel: str, item: str) -> tuple[dict[str, object], str | None, str]:
+        if not (self.root / rel).parent.is_dir():  # nothing to delete: and nothing made
+            raise NotFound(f"no item {item!r} in {rel!r}; nothing deleted")
         path = writes.target(self.root, rel)
         snap = writes.read_snapshot(path, rel)
         try:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from ..daemon.protocol import encode_request
 from ..errors import BadRequest, DaemonUnavailable
-from .access import config_from_args, connect_args
+from .access import config_from_args, connect_args, daemon_or_none
 from .output import EXIT_OK, print_json
 
 TYPE_CHECKING = False
@@ -31,19 +31,22 @@ def _text(args: argparse.Namespace) -> str:
 def _write(args: argparse.Namespace, method: str, params: dict[str, object]) -> int:
     """Through the daemon when one runs; else the same write in-process (not indexed)."""
     params = {k: v for k, v in params.items() if v is not None}
-    try:
-        if args.in_process:
-            raise DaemonUnavailable("--in-process")
-        with connect_args(args) as client:
-            result = client.call(method, params)
-    except DaemonUnavailable:
-        if args.vault is None:
-            raise
+    client = daemon_or_none(args)
+    if client is None:
         from .inprocess import local_answer
 
         if not args.in_process:
             print(f"wikimem-watch: no daemon for {args.vault}; writing in-process", file=sys.stderr)
         result = local_answer(config_from_args(args), method, params)
+    else:
+        with client:
+            try:
+                result = client.call(method, params)
+            except DaemonUnavailable as exc:  # sent: never written again in-process
+                raise DaemonUnavailable(
+                    f"{exc.message}; the write was sent and may have been made: see "
+                    "`wikimem-watch journal` before writing it again"
+                ) from None
     print_json(result)
     return EXIT_OK
 
@@ -51,7 +54,26 @@ def _write(args: argparse.Namespace, method: str, params: dict[str, object]) -> 
 def diary_command(args: argparse.Namespace) -> int:
     params = {"text": _text(args), "date": args.date, "time": args.time, "ts": args.ts}
     params.update(tz=args.tz, owner=args.owner, source=args.source)
+    if args.tz is None:
+        params.update(_local_day_and_time(args))
     return _write(args, "append_diary", params)
+
+
+def _local_day_and_time(args: argparse.Namespace) -> dict[str, object]:
+    """The day and time of the entry in this command's own time zone (not the daemon's,
+    which may run with another ``TZ``): what an in-process write would file it under."""
+    from datetime import datetime
+
+    try:
+        instant = datetime.fromisoformat(args.ts.replace("Z", "+00:00")) if args.ts else None
+        local = (instant or datetime.now()).astimezone()
+    except (ValueError, OverflowError):
+        return {}  # the daemon's own check names what is wrong with it
+    return {
+        "date": args.date or local.date().isoformat(),
+        "time": args.time or local.strftime("%H:%M"),
+        "ts": args.ts or local.isoformat(timespec="seconds"),
+    }
 
 
 def wiki_command(args: argparse.Namespace) -> int:

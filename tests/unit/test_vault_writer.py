@@ -11,6 +11,7 @@ import pytest
 from wikimem_watch.core import edit
 from wikimem_watch.daemon import writes
 from wikimem_watch.daemon.vault_writer import VaultWriter
+from wikimem_watch.errors import NotFound
 
 PEOPLE = "# p\n\n## Ann\n\nold\n\n## Bob\n\nb\n"
 
@@ -44,3 +45,26 @@ def test_without_exchange_a_save_after_the_first_read_is_kept(
     VaultWriter(tmp_path).upsert_wiki("p", "Ann", "new")
     text = note.read_text(encoding="utf-8")
     assert "added by the person" in text and "\nnew\n" in text and "\nold\n" not in text
+
+
+def test_a_persons_fix_to_a_fresh_diary_entry_is_not_a_lost_write(tmp_path: Path) -> None:
+    """The sweeper re-applies a write a save reverted; a save that only changed the entry's
+    words keeps the entry, and must not get a second copy of it."""
+    (tmp_path / "diary").mkdir()
+    day = tmp_path / "diary" / "2026-01-01.md"
+    day.write_text("# 2026-01-01\n\n## 08:00\n\nbreakfast\n", encoding="utf-8")
+    writer = VaultWriter(tmp_path)
+    writer.append_diary("walked teh dog", date="2026-01-01", time="10:00")
+    written = day.read_text(encoding="utf-8")
+    day.write_text(written.replace("teh", "the"), encoding="utf-8")
+    writer.sweep()
+    assert day.read_text(encoding="utf-8").count("## 10:00") == 1
+    day.write_text("# 2026-01-01\n\n## 08:00\n\nbreakfast\n", encoding="utf-8")  # reverted
+    writer.sweep()
+    assert day.read_text(encoding="utf-8").count("## 10:00") == 1  # re-applied once
+
+
+def test_deleting_from_a_vault_with_no_wiki_folder_makes_none(tmp_path: Path) -> None:
+    with pytest.raises(NotFound):
+        VaultWriter(tmp_path).delete_wiki("p", "Ann")
+    assert not (tmp_path / "wiki").exists()
