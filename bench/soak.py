@@ -161,7 +161,9 @@ class Soak:
                         reply = call(sock, reader, "append_diary", params)
                     else:
                         name = f"agent {n % 20}"  # a bounded set of items, rewritten
-                        params = {"file": "soak", "name": name, "text": f"revision {n}"}
+                        # Its own file: the editor rewrites wiki/soak.md whole, which would
+                        # revert these items and keep the sweeper re-applying them.
+                        params = {"file": "agent", "name": name, "text": f"revision {n}"}
                         reply = call(sock, reader, "upsert_wiki", params)
                     self.count("write ok" if "result" in reply else "write error")
                     time.sleep(0.3)
@@ -317,6 +319,12 @@ WORKERS = (
 )
 
 
+def drain(proc: subprocess.Popen[bytes], lines: list[str]) -> None:
+    assert proc.stderr is not None
+    for raw in proc.stderr:
+        lines.append(raw.decode("utf-8", "replace").rstrip())
+
+
 def wait_ready(proc: subprocess.Popen[bytes], sock: Path) -> float:
     started = time.monotonic()
     while proc.poll() is None and time.monotonic() - started < 600:
@@ -342,6 +350,9 @@ def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], sock: Path, vau
         flush=True,
     )
     soak = Soak(sock, vault, time.monotonic() + args.minutes * 60)
+    # The daemon's stderr is read all along: a pipe left full would be a bench artefact.
+    logged: list[str] = []
+    threading.Thread(target=drain, args=(proc, logged), daemon=True).start()
     chosen = set(args.only.split(",")) if args.only else set(WORKERS)
     if unknown := chosen - set(WORKERS):
         raise SystemExit(f"--only: unknown workers {sorted(unknown)}; choose from {WORKERS}")
@@ -384,6 +395,10 @@ def run(args: argparse.Namespace, proc: subprocess.Popen[bytes], sock: Path, vau
             f"RSS first {rss[0][1] / 1024:.0f} MiB, peak {max(k for _, k in rss) / 1024:.0f} MiB, "
             f"last {rss[-1][1] / 1024:.0f} MiB"
         )
+    warned = [line for line in logged if "WARNING" in line or "ERROR" in line]
+    print(f"daemon stderr: {len(logged)} lines, {len(warned)} warnings or errors")
+    for line in warned[-5:]:
+        print(f"  {line}")
     if status:
         print(
             f"daemon still answering: state {status['state']}, entries "

@@ -117,3 +117,32 @@ def test_day_and_note_print_each_entry_whole(capsys: pytest.CaptureFixture[str])
         f"        {long.strip()}",
         "        second line",
     ]
+
+
+def test_log_lines_are_dropped_not_waited_for_when_stderr_is_a_full_pipe() -> None:
+    """A daemon whose stderr is a pipe nobody reads must not stop at its next log line."""
+    import logging
+    import os
+
+    from wikimem_watch.shells.output import stderr_lines
+
+    handler = stderr_lines()
+    saved = os.dup(2)
+    r, w = os.pipe()
+    try:
+        os.set_blocking(w, False)
+        try:
+            while True:
+                os.write(w, b"x" * 65536)
+        except BlockingIOError:
+            pass  # the pipe is full
+        os.set_blocking(w, True)
+        os.dup2(w, 2)
+        record = logging.LogRecord("t", logging.WARNING, __file__, 1, "a warning", None, None)
+        for _ in range(100):
+            handler.emit(record)  # would block for good on a full pipe
+        assert handler.dropped == 100  # type: ignore[attr-defined]
+    finally:
+        os.dup2(saved, 2)
+        for fd in (saved, r, w):
+            os.close(fd)

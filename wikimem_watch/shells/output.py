@@ -9,6 +9,7 @@ import json
 
 TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
 if TYPE_CHECKING:
+    import logging
     from typing import Any
 
 EXIT_OK, EXIT_EMPTY, EXIT_USAGE = 0, 1, 2
@@ -17,10 +18,43 @@ LOG_LEVEL = 30  # set from --log-level by ``cli.main``
 
 def use_logging() -> None:
     """Configure logging (the only place that does) before a path that logs: an in-process
-    engine or the daemon. A command that only talks to a daemon never imports it."""
+    engine or the daemon. A command that only talks to a daemon never imports it.
+
+    Lines go to stderr without ever blocking (``stderr_lines``): a daemon whose stderr is a
+    pipe nobody reads any more must not stop in the middle of a write or a scan."""
     import logging
 
-    logging.basicConfig(level=LOG_LEVEL, format="wikimem-watch: %(levelname)s %(message)s")
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = stderr_lines()
+        handler.setFormatter(logging.Formatter("wikimem-watch: %(levelname)s %(message)s"))
+        root.addHandler(handler)
+    root.setLevel(LOG_LEVEL)
+
+
+def stderr_lines() -> logging.Handler:
+    """A handler writing each record to file descriptor 2 only when it can take it now:
+    pieces of at most ``select.PIPE_BUF`` bytes (written whole, or not at all), the rest of
+    a record dropped and counted in ``dropped`` when the pipe is full."""
+    import logging
+    import os
+    import select
+
+    class StderrLines(logging.Handler):
+        dropped = 0
+
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                data = (self.format(record) + "\n").encode("utf-8", "replace")
+                for at in range(0, len(data), select.PIPE_BUF):
+                    if not select.select([], [2], [], 0)[1]:
+                        self.dropped += 1
+                        return
+                    os.write(2, data[at : at + select.PIPE_BUF])
+            except Exception:  # as logging.StreamHandler does: never raise from a log call
+                self.handleError(record)
+
+    return StderrLines()
 
 
 def print_json(obj: object) -> None:
