@@ -388,6 +388,22 @@ POSITIVE = [
     _case("en-friday-then-i", "On Friday I went out", "2026-07-24"),
     _case("en-sunday-morning-title-case", "Sunday Morning", "2026-07-19", times=MORNING),
     _case("en-monday-night-title-case", "Monday Night", "2026-07-20", times=EVENING),
+    # --- a range whose second end is any expression, not only a written date
+    _case("zh-range-to-today", "从7月1日到今天", "2026-07-01", "2026-07-24"),
+    _case("zh-range-no-cong", "7月1日到昨天", "2026-07-01", "2026-07-23"),
+    _case("zh-range-weekday-to-today", "从上周一到今天", "2026-07-13", "2026-07-24"),
+    _case("zh-range-ago-to-today", "从3天前到今天", "2026-07-21", "2026-07-24"),
+    _case("zh-range-months", "5月到7月", "2026-05-01", "2026-07-24"),
+    _case("zh-range-years", "2020年到2022年", "2020-01-01", "2022-12-31"),
+    _case("en-range-to-yesterday", "from July 1 to yesterday", "2026-07-01", "2026-07-23"),
+    # --- a weekday before 天气 (weather) or 天亮 (dawn) is the day
+    _case("zh-sunday-weather", "周日天气怎么样", "2026-07-19"),
+    _case("zh-xingqitian-weather", "星期天天气好吗", "2026-07-19"),
+    _case("zh-last-wednesday-weather", "上周三天气", "2026-07-15"),
+    # --- full-width digits, as an IME in full-width mode types them
+    _case("zh-fullwidth-ago", "１５天前", "2026-07-09"),
+    _case("zh-fullwidth-date", "７月２１日", "2026-07-21"),
+    _case("en-fullwidth-ago", "３ days ago", "2026-07-21"),
 ]
 
 
@@ -520,6 +536,25 @@ NEGATIVE = [
     "从明天开始",
     "05/08/2023",
     "",
+    # a count made approximate, or a bound
+    "about 3 days ago",
+    "2 or 3 days ago",
+    "1 or 2 days ago",
+    "at least 2 weeks ago",
+    "by July 21",
+    "大约三天前",
+    "3、4天前",
+    "两三天前",
+    # names with a time word in them
+    "I read it in USA Today",
+    "on the Today show",
+    "the Mail on Sunday",
+    "the Fourth of July",
+    "in May Day celebrations",
+    "since May left",
+    "dinner at Ruby Tuesday",
+    # 周三天: three days a week
+    "我一周三天去健身房",
 ]
 
 
@@ -761,3 +796,14 @@ def test_a_conversation_named_by_its_order_is_found(text: str, which: str, time_
 )
 def test_words_that_name_no_conversation_by_its_order_find_none(text: str) -> None:
     assert find_session(text) is None
+
+
+def test_the_words_that_open_a_range_belong_to_its_span() -> None:
+    for text, rest in (
+        ("从7月1日到今天的事", "的事"),
+        ("from July 1 to yesterday, what", ", what"),
+    ):
+        found = parse_time_range(text, now=FRI)
+        assert found is not None and found.rest == rest, text
+    found = parse_time_range("what did we talk about yesterday", now=FRI)
+    assert found is not None and found.start.isoformat() == "2026-07-23"  # "about" is a verb's

@@ -59,6 +59,8 @@ RULES: Rules = [(pattern, resolve) for _, pattern, resolve in _TABLE]
 _NEEDLED = [(frozenset(needles), pattern, resolve) for needles, pattern, resolve in _TABLE]
 _NEEDLES = sorted({n for needles, _, _ in _TABLE for n in needles} - {*CJK, *LATIN})
 _LATIN = re.compile(r"[A-Za-z]")
+# Full-width ASCII (an IME in full-width mode): "１５天前", "７月２１日", "３ days ago".
+_HALF_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 _FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")  # İ ı ſ K (Kelvin)
 
 
@@ -100,7 +102,15 @@ def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
     en_from = en.FROM_BEFORE.search(text, max(0, b - 8), b)
     if en_from and (to_now := en.TO_NOW_AFTER.match(text, e)):
         return "since", en_from.start(), to_now.end()
-    if en.OPEN_BEFORE.search(text, max(0, b - 12), b):
+    if en.OPEN_BEFORE.search(text, max(0, b - 12), b) or en.BOUND_BEFORE.search(
+        text, max(0, b - 16), b
+    ):
+        return "open", b, e
+    if en.STARTS_WITH_NUMBER.match(text, b) and en.APPROX_BEFORE.search(text, max(0, b - 16), b):
+        return "open", b, e
+    if zh.APPROX_BEFORE.search(text, max(0, b - 2), b) or (
+        text[b] in zh.NUMERALS and zh.APPROX_NUMBER_BEFORE.search(text, max(0, b - 2), b)
+    ):
         return "open", b, e
     zh_since = zh.SINCE_BEFORE.search(text, max(0, b - 2), b)
     zh_from = zh_since or zh.FROM_BEFORE.search(text, max(0, b - 1), b)
@@ -172,6 +182,35 @@ def _join(
     return end, (first, last, None, None)
 
 
+# "从7月1日到今天", "from July 1 to yesterday", "5月到7月": a range whose second end is any
+# expression, not only a written date (``en.DATE_RANGE`` reads those).
+_TO = re.compile(
+    r"\s*(?:到|至|~|～|–|—|-|(?<![a-z])(?:to|until|till|through|thru)(?![a-z]))\s*", re.I
+)
+
+
+_RANGE_START = re.compile(r"(?:(?<![a-z])(?:from|between)\s+|从|自)$", re.I)
+
+
+def _span_to(
+    text: str, found: re.Match[str], days: Days, today: date, rules: Rules
+) -> tuple[int, Days] | None:
+    """(end, window) when ``found`` (read as ``days``) is the first end of a range, else None.
+    The window runs from the first end's start to the second end's end; a second end that
+    comes before the first opens none."""
+    joiner = _TO.match(text, found.end())
+    hit = _match_at(text, joiner.end(), rules) if joiner else None
+    if hit is None:
+        return None
+    second, resolve2 = hit
+    if _context(text, *second.span())[0] != "plain":
+        return None
+    other = _resolve(second, resolve2, today)
+    if other is None or other[1] < days[0]:
+        return None
+    return second.end(), (days[0], other[1], None, None)
+
+
 def _find(text: str, today: date) -> tuple[int, int, Days] | None:
     """The first well-formed expression: earliest start, then longest, then rule order."""
     rules, pos = _rules_for(text), 0
@@ -188,8 +227,13 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
         days = None if mode == "open" else _resolve(found, resolve, today)
         if days is not None and mode == "since":
             days = (days[0], today, None, None) if days[0] <= today else None
-        if days is not None and mode == "plain" and days[0] == days[1]:
-            e, days = _join(text, found, resolve, days[0], today, rules) or (e, days)
+        if days is not None and mode == "plain":
+            joined = _span_to(text, found, days, today, rules)
+            if joined is None and days[0] == days[1]:
+                joined = _join(text, found, resolve, days[0], today, rules)
+            if joined is not None:
+                (e, days), start = joined, _RANGE_START.search(text, max(0, b - 10), b)
+                b = start.start() if start else b  # "from", "between", "从": the range's too
         if days is not None:
             return b, e, days
         pos = max(found.end(), pos + 1)
@@ -225,7 +269,7 @@ def parse_time_range(
     Returns None when no well-formed expression is found (vague words open no window).
     """
     today = _today(now, tz)
-    hit = _find(text, today)
+    hit = _find(text.translate(_HALF_WIDTH), today)  # one character for one: spans hold
     if hit is None:
         return None
     b, e, (start, end, start_time, end_time) = hit

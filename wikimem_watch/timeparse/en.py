@@ -32,6 +32,23 @@ BLOCK = bounded(
     rf"|(?:next|every|each|(?:this\s+)?coming)\s+(?:{WD})s?"
     rf"|(?:{WD})\s*(?:-|–|to|through|thru|till|until)\s*(?:{WD})|sunday\s+school"
     rf"|{_HOLIDAY}\s+(?:{WD})"
+    # Names with a time word in them: papers, shows, holidays.
+    r"|usa\s+today|today\s+show|(?:mail|independent|observer)\s+on\s+sunday"
+    r"|(?:(?:in|on|at|for|during)\s+)?(?:the\s+)?"
+    r"(?:fourth\s+of\s+july|ides\s+of\s+march|may\s+day|ruby\s+tuesday|man\s+friday)"
+)
+# "by July 21", "later than May 3": a bound, which opens no window (as "before" does).
+BOUND_BEFORE = LazyPattern(r"(?<![a-z])(?:by|up\s+to|earlier\s+than|later\s+than)\s+$", re.I)
+# "about 3 days ago", "2 or 3 days ago": a count made approximate, no window (as "X左右").
+# Only before an expression that starts with its number ("talk about yesterday" is a day).
+APPROX_BEFORE = LazyPattern(
+    r"(?<![a-z])(?:about|around|approximately|roughly|maybe|perhaps|nearly|almost|some"
+    r"|at\s+least|at\s+most|more\s+than|less\s+than|over"
+    r"|(?:[0-9]+|an?|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few)\s+or)\s+$",
+    re.I,
+)
+STARTS_WITH_NUMBER = LazyPattern(
+    r"(?:[0-9]|(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few)(?![a-z]))", re.I
 )
 # Context around an expression: "since May 3" runs to today; "before May 3" is no window.
 SINCE_BEFORE = LazyPattern(r"(?<![a-z])(?:ever\s+)?since\s+$", re.I)
@@ -86,7 +103,7 @@ AMBIGUOUS_MONTHS = frozenset({"may", "march", "mar", "august"})
 NAME_VERB_AFTER = LazyPattern(
     r"\s+(?:said|says|told|tells|asked|asks|thinks|thought|wants|wanted|went|came|called|"
     r"texted|sent|gave|got|bought|made|took|likes|liked|loves|loved|mentioned|suggested|"
-    r"replied|wrote|visited)(?![a-z])"
+    r"replied|wrote|visited|left|moved|arrived|died|married)(?![a-z])"
 )
 # "the Sunday Times", "a Friday market", "Monday's meeting": a weekday used as a name or an
 # adjective. And a capitalised weekday directly followed by a capitalised word that is not a

@@ -11,8 +11,9 @@ from .vocab import CN, REL_DAY, REL_TOD, TOD, LazyPattern, alt, plain
 
 TOD_ZH = rf"(?:的?(?P<tod>{alt([w for w in TOD if not w.isascii()])}))?"
 # After 上周一/周日…: 上周一共 (in all), 上周三次 (three times), 上周日记 (diary) are no days.
-_WD_TAIL = (
-    r"(?![次天个遍回趟种点位名件本场顿杯批条]"
+_WD_TAIL = (  # 周三天 is "three days a week"; 周三天气, 周日天气 are Wednesday's, Sunday's weather
+    r"(?![次个遍回趟种点位名件本场顿杯批条]"
+    r"|(?<=[一二三四五六])天(?![气亮黑晴阴冷热])"
     r"|(?<=一)[共起直些下样切半般定周同致会整]|(?<=日)[记志程常子期历报])"
 )
 
@@ -41,6 +42,11 @@ SINCE_AFTER = LazyPattern(r"以来|至今|到现在|到如今|到目前为止|�
 ON_AFTER = LazyPattern(r"开始|起(?![床来身码初先])")
 LATER_AFTER = LazyPattern(r"以后|之后")
 OPEN_AFTER = LazyPattern(r"以后|之后|之前|以前|前后|左右")
+# 大约三天前, 3、4天前, 两三天前: approximate, no window (as 三天前左右). The second form
+# only before an expression that starts with a number.
+APPROX_BEFORE = LazyPattern(r"(?:大约|大概|约莫|差不多|将近)$")
+APPROX_NUMBER_BEFORE = LazyPattern(r"[0-9一二三四五六七八九十两][、或到~-]?$")
+NUMERALS = frozenset("0123456789一二三四五六七八九十两")
 
 REL = LazyPattern(rf"(?P<rel>{alt(w for w in (*REL_DAY, *REL_TOD) if not w.isascii())}){TOD_ZH}")
 AGO = LazyPattern(
