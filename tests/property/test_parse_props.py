@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from unittest import mock
 
 from hypothesis import given, settings
@@ -77,21 +78,30 @@ def test_notes_parse_the_same_through_the_fast_scan_and_markdown_it(path: str, t
 def sections_by_lines(body: str) -> tuple[str | None, list[tuple[str, int, str]]]:
     """The reference for ``_sections``: split into lines, join each section's lines back."""
     lines = body.split("\n")
-    title, title_line, starts = None, None, []
+
+    def heading_lines(line: int) -> int:  # a setext heading: its lines to the underline
+        if lines[line][:4].lstrip(" ").startswith("#"):
+            return 1
+        end = line + 1
+        while end < len(lines) and not re.fullmatch(r" {0,3}(?:=+|-+)[ \t]*", lines[end]):
+            end += 1
+        return end - line + 1
+
+    title, title_lines, starts = None, (), []
     for line, level, text in headings(body):
         if level == 2:
             starts.append((line, text))
         elif level == 1 and not starts and title is None:
-            title, title_line = text, line
+            title, title_lines = text, tuple(range(line, line + heading_lines(line)))
     out = []
     first = starts[0][0] if starts else len(lines)
-    pre = [ln for j, ln in enumerate(lines[:first]) if j != title_line]
+    pre = [ln for j, ln in enumerate(lines[:first]) if j not in title_lines]
     if "\n".join(pre).strip():
-        at = next(j for j, ln in enumerate(lines[:first]) if ln.strip() and j != title_line)
+        at = next(j for j, ln in enumerate(lines[:first]) if ln.strip() and j not in title_lines)
         out.append(("", at + 1, "\n".join(pre).strip("\n")))
     for n, (start, heading) in enumerate(starts):
         end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
-        out.append((heading, start + 1, "\n".join(lines[start + 1 : end])))
+        out.append((heading, start + 1, "\n".join(lines[start + heading_lines(start) : end])))
     return title, out
 
 

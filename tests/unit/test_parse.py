@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from wikimem_watch.core.parse import diary_date, parse_link, parse_meta, parse_note
 
 DAY = """# 2026-11-03
@@ -164,3 +166,35 @@ def test_an_unclosed_metadata_comment_stays_text_and_a_later_one_still_counts() 
     text = "## a\n<!-- wikimem: owner=a -->\nkeep <!-- wikimem: owner=b\nmore\n"
     (entry,) = parse_note("wiki/x.md", text).entries
     assert entry.owner == "a" and "<!-- wikimem: owner=b" in entry.text
+
+
+def test_entry_ids_stay_unique_when_a_heading_looks_like_a_repeat() -> None:
+    for text in ("## A\nx\n\n## A\ny\n\n## A~2\nz\n", "## A~2\nz\n\n## A\nx\n\n## A\ny\n"):
+        ids = [e.id for e in parse_note("wiki/p.md", text).entries]
+        assert len(ids) == len(set(ids)) == 3, ids
+
+
+def test_a_setext_underline_is_part_of_its_heading_not_of_the_text() -> None:
+    entries = parse_note("wiki/x.md", "Title\n=====\n\nSec A\n-----\nbody\n\n## B\ny\n").entries
+    assert [(e.heading, e.line, e.text) for e in entries] == [("Sec A", 4, "body"), ("B", 8, "y")]
+    (only,) = parse_note("wiki/x.md", "Title\n=====\nbody\n").entries
+    assert (only.heading, only.line, only.text) == ("Title", 3, "body")
+
+
+def test_an_escaped_pipe_in_a_table_link_is_the_alias_separator() -> None:
+    link = parse_link("Note\\|alias", embed=False)
+    assert link is not None and (link.target, link.alias) == ("Note", "alias")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "``#no1`` and #yes",
+        "```\n#no2 in an unclosed fence",
+        "````\n```\n#no3\n```\n````\n#yes",
+        "https://e.com/?q=#no4 [md](#no5) [[#No6 heading]] #yes",
+    ],
+)
+def test_tags_in_code_links_and_urls_are_not_tags(body: str) -> None:
+    (entry,) = parse_note("wiki/x.md", "## s\n" + body).entries
+    assert all(not t.startswith("no") for t in entry.tags) and set(entry.tags) <= {"yes"}

@@ -14,6 +14,7 @@ import hashlib
 import re
 from collections.abc import Callable
 from datetime import date, datetime
+from functools import cache
 from pathlib import PurePosixPath
 
 from .headings import heading_spans
@@ -24,8 +25,15 @@ _META_OPEN = re.compile(r"<!--\s*wikimem:")
 _META_KEY = re.compile(r"[\w.-]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 _LINK = re.compile(r"(?P<embed>!?)\[\[(?P<inner>[^\[\]\n]+)\]\]")
-_TAG = re.compile(r"(?<![\w#&/])#(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
-_CODE = re.compile(r"```.*?```|~~~.*?~~~|`[^`\n]*`", re.S)
+# An inline #tag: not in a word, a URL ("?q=#x", "/#x"), an entity (&#39;) or a link to a
+# heading ("[[#Heading]]", "[text](#heading)").
+_TAG = re.compile(r"(?<![\w#&/=(\[])#(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
+# Code, where no #tag is read: fenced blocks (``` or ~~~, three or more, closed by a fence as
+# long, or open to the end) and inline spans of one or two backticks. Each alternative stops
+# at the next fence or backtick run, so the scan stays linear (ADR-0011).
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.M)
+_INLINE_CODE = re.compile(r"``(?:[^`\n]|`(?!`))*``|`[^`\n]*`")
+_UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
 _SCALARS = (str, int, float, date)
 MAX_FRONT_MATTER_BYTES = 64 * 1024  # bigger YAML is an export, not note metadata: skipped
 MAX_FRONT_MATTER_DEPTH = 32  # PyYAML recurses per level: deep flow nesting is slow, then fails
@@ -73,9 +81,10 @@ def parse_meta(body: str) -> dict[str, str] | None:
 
 
 def parse_link(inner: str, embed: bool) -> Link | None:
-    """The inside of ``[[…]]``: ``file:name``, ``Note``, ``Note#Heading``, ``Note#Head|alias``."""
+    """The inside of ``[[…]]``: ``file:name``, ``Note``, ``Note#Heading``, ``Note#Head|alias``
+    (``Note\\|alias`` too: Obsidian's escaped pipe inside a table)."""
     target, _, alias = inner.partition("|")
-    target = target.strip()
+    target = target.strip().removesuffix("\\").rstrip()
     if not target:
         return None
     if "#" not in target and ":" in target:
@@ -192,23 +201,28 @@ def _sections(body: str, line_offset: int) -> tuple[str | None, list[_Section]]:
     before the next one), not a join of its lines: notes are mostly short sections.
     """
     title: str | None = None
-    title_line: int | None = None
+    title_lines: tuple[int, ...] = ()
     starts: list[tuple[int, str, int]] = []
     for line, level, text, offset in heading_spans(body):
         if level == 2:
             starts.append((line, text, offset))
         elif level == 1 and not starts and title is None:
-            title, title_line = text, line
+            title = text
+            title_lines = (line, line + 1) if _setext(body, offset) >= 0 else (line,)
     sections: list[_Section] = []
     # The lines before the first section: the title, and perhaps a preamble.
     pre_lines = body[: starts[0][2]].split("\n")[:-1] if starts else body.split("\n")
-    pre = [ln for j, ln in enumerate(pre_lines) if j != title_line]
+    pre = [ln for j, ln in enumerate(pre_lines) if j not in title_lines]
     pre_text = "\n".join(pre).strip("\n")
     if pre_text.strip():
-        first_text = next(j for j, ln in enumerate(pre_lines) if ln.strip() and j != title_line)
+        first_text = next(
+            j for j, ln in enumerate(pre_lines) if ln.strip() and j not in title_lines
+        )
         sections.append(_Section("", first_text + 1 + line_offset, pre_text))
     for n, (line, heading, offset) in enumerate(starts):
         eol = body.find("\n", offset)
+        if (underline := _setext(body, offset)) >= 0:
+            eol = underline if underline < len(body) else -1  # its text starts after that
         if eol < 0:
             text = ""  # the heading is the last line
         elif n + 1 < len(starts):
@@ -217,6 +231,43 @@ def _sections(body: str, line_offset: int) -> tuple[str | None, list[_Section]]:
             text = body[eol + 1 :]
         sections.append(_Section(heading, line + 1 + line_offset, text))
     return title, sections
+
+
+def _without_code(text: str) -> str:
+    """``text`` with its code blocks and inline code spans blanked out."""
+    out: list[str] = []
+    pos = 0
+    while (m := _FENCE.search(text, pos)) is not None:
+        out.append(_INLINE_CODE.sub(" ", text[pos : m.start()]))
+        fence = m.group(1)
+        close = _closing_fence(fence[0], len(fence)).search(text, m.end())
+        pos = close.end() if close else len(text)
+        out.append(" ")
+    out.append(_INLINE_CODE.sub(" ", text[pos:]))
+    return "".join(out)
+
+
+@cache
+def _closing_fence(char: str, length: int) -> re.Pattern[str]:
+    return re.compile(rf"^ {{0,3}}{re.escape(char)}{{{length},}}[ \t]*$", re.M)
+
+
+def _setext(body: str, offset: int) -> int:
+    """Where the line ends that underlines the heading whose line starts at ``offset``
+    (``Title`` / ``=====``, ``Item`` / ``---``, the heading's text perhaps on more lines: the
+    text to the next heading belongs to it), or -1 for an ATX heading (``## Item``)."""
+    if body[offset : offset + 4].lstrip(" ").startswith("#"):
+        return -1
+    eol = body.find("\n", offset)
+    while eol >= 0:
+        end = body.find("\n", eol + 1)
+        end = len(body) if end < 0 else end
+        if _UNDERLINE.fullmatch(body, eol + 1, end):
+            return end
+        if not body[eol + 1 : end].strip() or end == len(body):
+            return -1  # the paragraph ended: not a heading's underline after all
+        eol = end
+    return -1
 
 
 def parse_note(path: str, text: str) -> ParsedNote:
@@ -292,18 +343,22 @@ def _entry(
         indexed = _LINK.sub(_link_text, visible)
     tags = note_tags
     if "#" in visible:
-        prose = _CODE.sub(" ", visible) if "`" in visible or "~~~" in visible else visible
+        prose = _without_code(visible) if "`" in visible or "~~~" in visible else visible
         inline_tags = tuple(dict.fromkeys(m.group("tag") for m in _TAG.finditer(prose)))
         tags = tuple(dict.fromkeys(note_tags + inline_tags))
     ts = meta.get("ts")
     if ts is not None and not _valid_iso(ts):
         warnings.append(f"line {sec.line}: metadata ts={ts!r} is not ISO-8601; ignored")
         ts = None
-    key = heading or ""
-    seen[key] = seen.get(key, 0) + 1
-    entry_id = f"{path}#{heading}" if heading else path
-    if seen[key] > 1:
-        entry_id += f"~{seen[key]}"
+    # Unique in the note: the second "A" is "#A~2", and a heading written "A~2" is not.
+    base = f"{path}#{heading}" if heading else path
+    n = seen.get(base, 0) + 1
+    entry_id = base if n == 1 else f"{base}~{n}"
+    while n > 1 and entry_id in seen:
+        n += 1
+        entry_id = f"{base}~{n}"
+    seen[base] = n
+    seen.setdefault(entry_id, 1)
     return Entry(
         id=entry_id,
         kind=kind,
