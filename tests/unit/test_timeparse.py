@@ -553,6 +553,8 @@ NEGATIVE = [
     "in May Day celebrations",
     "since May left",
     "dinner at Ruby Tuesday",
+    "今日头条上看到的",
+    "昨日重现这首歌",
     # 周三天: three days a week
     "我一周三天去健身房",
 ]
