@@ -208,7 +208,9 @@ def _sections(body: str, line_offset: int) -> tuple[str | None, list[_Section]]:
             starts.append((line, text, offset))
         elif level == 1 and not starts and title is None:
             title = text
-            title_lines = (line, line + 1) if _setext(body, offset) >= 0 else (line,)
+            underline = _setext(body, offset)  # a setext title: its lines to the underline
+            last = body.count("\n", 0, underline) if underline >= 0 else line
+            title_lines = tuple(range(line, last + 1))
     sections: list[_Section] = []
     # The lines before the first section: the title, and perhaps a preamble.
     pre_lines = body[: starts[0][2]].split("\n")[:-1] if starts else body.split("\n")
