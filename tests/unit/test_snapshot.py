@@ -515,3 +515,72 @@ def test_postings_written_a_few_at_a_time_load_the_same(tmp_path: Path) -> None:
     again = _engine(root)
     assert scan_with_snapshot(again).changed == []
     assert_same(again, first)
+
+
+def _fresh(root: Path) -> Engine:
+    fresh = _engine(root)
+    fresh.scan()
+    return fresh
+
+
+def test_a_note_renamed_over_another_of_the_same_size_and_mtime_is_reread(
+    tmp_path: Path,
+) -> None:
+    """(mtime, size) cannot tell them apart; the inode and ctime can (a checkout, a sync
+    tool, or ``cp -p`` while the daemon was down)."""
+    root = _vault(tmp_path)
+    write(root, "diary/2026-01-03.md", "## 09:00\nmood: good 1\n")
+    write(root, "diary/2026-01-04.md", "## 09:00\nmood: good 2\n")
+    _age(root)
+    scan_with_snapshot(_engine(root))
+    os.rename(root / "diary" / "2026-01-04.md", root / "diary" / "2026-01-03.md")
+    engine = _engine(root)
+    stats = scan_with_snapshot(engine)
+    assert "diary/2026-01-03.md" in stats.changed
+    assert_same(engine, _fresh(root))
+
+
+def test_a_chmod_with_mtime_and_size_unchanged_is_looked_at_again(tmp_path: Path) -> None:
+    """A note made unreadable (or readable again) keeps its mtime and size: its ctime says
+    it changed, so a start reads it and skips it as a fresh scan would."""
+    root, _, path = _snapshotted(tmp_path)
+    note = root / "wiki" / "a.md"
+    os.chmod(note, 0o000)
+    try:
+        engine = _engine(root)
+        stale = snapshot.restore_engine(engine, path, snapshot.disk_stats(root, [
+            str(p.relative_to(root)) for p in root.rglob("*.md")
+        ]))  # fmt: skip
+        assert stale is not None and "wiki/a.md" in stale
+    finally:
+        os.chmod(note, 0o644)
+
+
+def test_a_folder_replaced_by_a_symlink_to_another_is_not_indexed_twice(tmp_path: Path) -> None:
+    root, _, _ = _snapshotted(tmp_path)
+    os.rename(root / "notes", root / "notes3")
+    (root / "notes").symlink_to("notes3", target_is_directory=True)
+    engine = _engine(root)
+    scan_with_snapshot(engine)
+    assert not any(rel.startswith("notes/") for rel in engine.files)
+    assert_same(engine, _fresh(root))
+
+
+def test_a_note_that_turns_unreadable_is_a_change_a_snapshot_records(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    engine = _engine(root)
+    engine.scan()
+    before = engine.generation
+    (root / "wiki" / "a.md").write_bytes(b"\x00 now binary")
+    engine.apply(["wiki/a.md"])
+    assert "wiki/a.md" in engine.skipped and engine.generation > before
+
+
+def test_temp_files_a_killed_snapshot_write_left_are_removed(tmp_path: Path) -> None:
+    root, engine, path = _snapshotted(tmp_path)
+    old, young = (path.parent / f".{path.name}.{tag}.tmp" for tag in ("old", "young"))
+    for tmp in (old, young):
+        tmp.write_bytes(b"half a snapshot")
+    os.utime(old, (OLD, OLD))
+    save_snapshot(engine)
+    assert not old.exists() and young.exists()  # a young one may be a write in progress

@@ -272,12 +272,13 @@ class Engine(EngineReads, EngineVectors):
         with self.lock:
             added: list[Prepared] = []
             changed = len(stats.changed) + len(stats.removed)
+            unindexed = False  # an indexed file now skipped (unreadable, binary, too big)
             for p in batch:
                 if p.gone:
                     if self._drop(p.rel):
                         stats.removed.append(p.rel)
                 elif p.record is None:
-                    self._drop(p.rel)
+                    unindexed |= self._drop(p.rel)
                     self.skipped[p.rel] = p.skip
                     stats.skipped.append(p.rel)
                 else:
@@ -288,8 +289,8 @@ class Engine(EngineReads, EngineVectors):
             self.index.flush()
             if self.store.wasteful():
                 self.store.compact(self.index.live_slots())
-            if len(stats.changed) + len(stats.removed) > changed:
-                self.generation += 1
+            if len(stats.changed) + len(stats.removed) > changed or unindexed:
+                self.generation += 1  # also what makes the next snapshot record it
                 self.last_change_at = time.time()
 
     def _add(self, prepared: list[Prepared]) -> None:

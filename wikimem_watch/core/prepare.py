@@ -40,9 +40,10 @@ class FileRecord:
     slots: Sequence[int] = ()
     warnings: tuple[str, ...] = ()
     target: str | None = None
-    # (mtime_ns, size, racy) of the file as read, taken before the read: a snapshot load
-    # trusts a file whose stat still matches and is not racy (ADR-0015). None: unknown.
-    stat: tuple[int, int, bool] | None = None
+    # (mtime_ns, size, racy, inode, ctime_ns) of the file as read, taken before the read: a
+    # snapshot load trusts a file whose stat key (``stat_key``) still matches and is not racy
+    # (ADR-0015). None: unknown.
+    stat: tuple[int, int, bool, int, int] | None = None
     digest: int = 0  # of its entries' ids and content hashes (0 until computed)
 
 
@@ -126,10 +127,24 @@ class FilePreparer:
             self.tokenizer(indexed_text(e, weight, q)) for e, q in zip(entries, asked, strict=True)
         ]
 
-    def stat(self, rel: str) -> tuple[int, int, bool] | None:
-        """(mtime_ns, size, racy) of a note, through symlinks; None when it cannot be had."""
+    def stat(self, rel: str) -> tuple[int, int, bool, int, int] | None:
+        """(mtime_ns, size, racy, inode, ctime_ns) of a note, through symlinks; None when it
+        cannot be had."""
         try:
             st = os.stat(os.path.join(self.root, *rel.split("/")))
         except (OSError, ValueError):
             return None
-        return st.st_mtime_ns, st.st_size, st.st_mtime_ns >= time.time_ns() - RACY_NS
+        racy = st.st_mtime_ns >= time.time_ns() - RACY_NS
+        return st.st_mtime_ns, st.st_size, racy, st.st_ino, st.st_ctime_ns
+
+
+def stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells a file changed without reading it: (mtime_ns, size, inode, ctime_ns). The
+    inode and ctime catch what mtime and size miss: a file renamed over another, a restored
+    mtime (``touch -r``, ``cp -p``), a chmod, a symlink pointed elsewhere."""
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
+
+
+def record_key(stat: tuple[int, int, bool, int, int]) -> tuple[int, int, int, int]:
+    """The ``stat_key`` of a ``FileRecord.stat``."""
+    return stat[0], stat[1], stat[3], stat[4]

@@ -23,6 +23,7 @@ import os
 import struct
 import sys
 import time
+import unicodedata
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -35,6 +36,7 @@ from ..atomic import atomic_file
 from ..config import Config
 from .engine import ApplyStats, Engine
 from .heap import release_free_heap
+from .prepare import record_key, stat_key
 from .snapshot_check import SnapshotInvalid, check_header, json_of
 from .snapshot_columns import Loaded, engine_sections, load_sections
 from .vault import iter_notes
@@ -42,7 +44,7 @@ from .vault import iter_notes
 log = logging.getLogger(__name__)
 
 MAGIC = b"WIKIMEM-WATCH-SNAPSHOT\n"
-FORMAT = 2
+FORMAT = 3  # 3: a file's stat holds its inode and ctime
 REWRITE_MIN_FILES = 256  # a one-shot rewrites the snapshot when more files than this changed
 _TRAILER = struct.Struct("<QI")  # the header's length and CRC-32
 
@@ -52,7 +54,9 @@ _TRAILER = struct.Struct("<QI")  # the header's length and CRC-32
 # new heading case, a tokenizer fix) makes older snapshots foreign without a version bump
 # anyone has to remember.
 # ``vectors/texts.py`` decides the text whose hash is an entry's vector key.
-_RULE_MODULES = ("parse", "tokenize", "facts", "vault", "../vectors/texts")
+_RULE_MODULES = (
+    "parse", "headings", "prepare", "tokenize", "facts", "vault", "models", "../vectors/texts"
+)  # fmt: skip
 
 
 def index_rules() -> str:
@@ -82,6 +86,7 @@ def settings_of(config: Config, engine: Engine) -> dict[str, object]:
         "stop_words": config.stop_words,
         "stem": config.stem,
         "stemmer": Stemmer.version(),
+        "unicode": unicodedata.unidata_version,  # NFKC and case folding of the tokenizer
         "jieba": None if jieba is None else str(getattr(jieba, "__version__", "?")),
         "heading_weight": config.heading_weight,
         "question_context": config.question_context,
@@ -94,12 +99,27 @@ def settings_of(config: Config, engine: Engine) -> dict[str, object]:
 # ----------------------------------------------------------------------------- writing
 
 
+STALE_TEMP_S = 600  # a temp file of a snapshot write this old was left by a killed process
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Remove the temp files of snapshot writes that a killed process left beside ``path``
+    (hundreds of MB each at a million entries). A young one may be another process's write
+    in progress (a one-shot beside the daemon): it is left alone."""
+    now = time.time()
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if now - tmp.lstat().st_mtime > STALE_TEMP_S:
+                tmp.unlink()
+
+
 def write_snapshot(engine: Engine, path: Path) -> int:
     """Write the engine's index to ``path`` atomically; returns the bytes written.
 
     Holds ``apply_lock`` only (no applier runs, queries go on): the engine is consistent.
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _remove_stale_temps(path)
     with atomic_file(path) as fh, engine.apply_lock:
         sections: list[dict[str, object]] = []
         fh.write(MAGIC)
@@ -194,7 +214,7 @@ def _read(fh: BinaryIO, engine: Engine, known: set[str]) -> Loaded:
 
 
 def restore_engine(
-    engine: Engine, path: Path, on_disk: Mapping[str, tuple[int, int]]
+    engine: Engine, path: Path, on_disk: Mapping[str, tuple[int, int, int, int]]
 ) -> list[str] | None:
     """Fill an empty engine from the snapshot at ``path``; returns the paths still to apply
     (new, gone, or whose (mtime_ns, size) in ``on_disk`` differs or was racy), or ``None``
@@ -207,7 +227,7 @@ def restore_engine(
     stale = []
     for rel, key in on_disk.items():
         rec = snap.files.get(rel)
-        if rec is None or rec.stat is None or rec.stat[2] or rec.stat[:2] != key:
+        if rec is None or rec.stat is None or rec.stat[2] or record_key(rec.stat) != key:
             stale.append(rel)
     stale.extend(rel for rel in snap.files if rel not in on_disk)
     log.info("index snapshot %s: %d files to re-read", path, len(stale))
@@ -227,18 +247,18 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def disk_stats(root: Path, rels: Iterable[str]) -> dict[str, tuple[int, int]]:
-    """(mtime_ns, size) of each note, through symlinks; one that cannot be had is left out
-    (and so re-read, which reports why)."""
-    out: dict[str, tuple[int, int]] = {}
+def disk_stats(root: Path, rels: Iterable[str]) -> dict[str, tuple[int, int, int, int]]:
+    """The ``stat_key`` of each note, through symlinks; one that cannot be had matches no
+    record (and so is re-read, which reports why)."""
+    out: dict[str, tuple[int, int, int, int]] = {}
     top = os.path.join(root, "")
     for rel in rels:
         try:
             st = os.stat(top + (rel if os.sep == "/" else rel.replace("/", os.sep)))
         except (OSError, ValueError):
-            out[rel] = (-1, -1)  # matches no record: re-read, which says what is wrong
+            out[rel] = (-1, -1, -1, -1)
             continue
-        out[rel] = (st.st_mtime_ns, st.st_size)
+        out[rel] = stat_key(st)
     return out
 
 

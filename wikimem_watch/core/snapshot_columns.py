@@ -81,8 +81,9 @@ def engine_sections(engine: Engine) -> Iterator[tuple[str, Payload]]:
     records = list(engine.files.values())
     order = np.fromiter(chain.from_iterable(r.slots for r in records), np.int64)
     yield "files.paths", json.dumps(list(engine.files)).encode()
-    stats = [r.stat if r.stat is not None else (-1, -1, True) for r in records]
-    yield "files.stat", np.array([s[:2] for s in stats], dtype="<i8").reshape(-1, 2).tobytes()
+    stats = [r.stat if r.stat is not None else (-1, -1, True, -1, -1) for r in records]
+    stat_keys = [(s[0], s[1], s[3], s[4]) for s in stats]  # (mtime_ns, size, inode, ctime_ns)
+    yield "files.stat", np.array(stat_keys, dtype="<i8").reshape(-1, 4).tobytes()
     yield "files.racy", np.array([s[2] for s in stats], dtype=np.uint8).tobytes()
     yield "files.hash", b"".join(bytes.fromhex(r.text_hash) for r in records)
     yield "files.entries", np.array([len(r.slots) for r in records], dtype="<i4").tobytes()
@@ -185,7 +186,7 @@ def load_sections(
     """Check every section and build the file table, the entry store and the index."""
     paths = check_paths(json_of(section("files.paths"), "file paths"), is_note)
     n_files = len(paths)
-    stat = array_of(section("files.stat"), "<i8", n_files, "file stats", 2)
+    stat = array_of(section("files.stat"), "<i8", n_files, "file stats", 4)
     racy = array_of(section("files.racy"), "u1", n_files, "file stats")
     check_range(racy, 0, 1, "file racy flags")
     text_hashes = check_text_hash(section("files.hash"), n_files)
@@ -239,9 +240,11 @@ def load_sections(
     files: dict[str, FileRecord] = {}
     start = 0
     for row, rel in enumerate(paths):
-        mtime, size = int(stat[row, 0]), int(stat[row, 1])
+        mtime, size, inode, ctime = (int(x) for x in stat[row])
         warnings, target = extra.get(row, ((), None))
-        record_stat = None if mtime < 0 or size < 0 else (mtime, size, bool(racy[row]))
+        record_stat = (
+            None if mtime < 0 or size < 0 else (mtime, size, bool(racy[row]), inode, ctime)
+        )
         files[rel] = FileRecord(
             text_hashes[row], range(start, start + per_file[row]), warnings, target, record_stat
         )

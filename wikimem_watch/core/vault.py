@@ -161,6 +161,10 @@ def read_note(
     if is_inside(real_root, real):
         real_rel = _rel_posix(real_root, real)
         target = real_rel if real_rel != rel else None
+        if target is not None and "/" in rel and _through_linked_dir(path, real_root, rel):
+            # Not a note of the vault: the walk never descends a symlinked directory, and a
+            # fresh scan would not list it (the note is indexed where it really is).
+            raise FileNotFoundError(rel)
     elif not follow_external and os.path.exists(real):
         raise SkipFile(
             f"symlink to {real}, outside the vault; not read "
@@ -176,6 +180,12 @@ def read_note(
         return NoteText(text, f"invalid UTF-8 at byte {exc.start}; bad bytes replaced", target)
 
 
+def _through_linked_dir(path: str, real_root: str, rel: str) -> bool:
+    """True when a directory on the way to ``path`` (vault-relative ``rel``) is a symlink."""
+    parent = rel.rpartition("/")[0]
+    return os.path.realpath(os.path.dirname(path)) != os.path.join(real_root, *parent.split("/"))
+
+
 def _rel_posix(real_root: str, real: str) -> str:
     """``real`` (inside ``real_root``, both resolved) relative to it, ``/``-separated."""
     if real == real_root:
@@ -186,7 +196,10 @@ def _rel_posix(real_root: str, real: str) -> str:
 def _read_regular(rel: str, real: str) -> bytes:
     """The bytes of the regular file at the resolved path ``real``, never blocking."""
     try:
-        why = _not_regular(os.stat(real).st_mode)
+        mode = os.stat(real).st_mode
+        if stat.S_ISDIR(mode):
+            raise FileNotFoundError(rel)  # a folder named like a note: no note, nothing skipped
+        why = _not_regular(mode)
         if why is not None:
             raise SkipFile(why)
         fd = os.open(real, _OPEN_FLAGS)

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from ..config import Config
 from ..core.engine import ApplyStats, Engine
 from ..core.heap import release_free_heap
+from ..core.prepare import stat_key
 from ..core.snapshot import no_gc, restore_engine, save_snapshot
 from ..core.vault import iter_notes, notes_below
 from .subscriptions import ChangeFeed
@@ -30,7 +31,7 @@ __all__ = ["StatKey", "VaultScans"]
 
 log = logging.getLogger(__name__)
 
-StatKey = tuple[int, int, int]
+StatKey = tuple[int, int, int, int]  # prepare.stat_key: (mtime_ns, size, inode, ctime_ns)
 CHUNK_FILES = 64  # files applied per engine-lock hold while scanning: queries stay responsive
 
 
@@ -138,7 +139,7 @@ class VaultScans:
         try:
             with self.engine.apply_lock:
                 stats = self._stat_walk()
-                on_disk = {rel: key[:2] for rel, key in stats.items()}
+                on_disk = stats
                 # A write applied before: the files are read as after any change, cold.
                 empty = not (self.engine.files or self.engine.skipped)
                 stale = restore_engine(self.engine, path, on_disk) if empty else None
@@ -208,7 +209,7 @@ class VaultScans:
         return out
 
     def _stat_walk(self) -> dict[str, StatKey]:
-        """Every note's (mtime, size, inode), through symlinks: an external target followed
+        """Every note's ``stat_key``, through symlinks: an external target followed
         with ``follow_external_symlinks`` is watched by this walk only (ADR-0011)."""
         out: dict[str, StatKey] = {}
         linked_dirs: dict[str, str] = {}
@@ -218,7 +219,7 @@ class VaultScans:
                 st = os.stat(top + (rel if os.sep == "/" else rel.replace("/", os.sep)))
             except OSError:
                 continue
-            out[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+            out[rel] = stat_key(st)
         self.engine.linked_dirs = linked_dirs
         return out
 
