@@ -307,3 +307,26 @@ def test_a_notes_symlink_changes_with_it_in_notifications_not_in_the_journal(
     )
     lines = [json.loads(x) for x in journal.path.read_text(encoding="utf-8").splitlines()]
     assert [(x["action"], x["path"]) for x in lines] == [("edit", "wiki/people.md")]
+
+
+def test_vectors_wait_for_the_first_scan_to_end(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync over a part of the vault would take the vectors of the notes not read yet for
+    dead rows and rewrite them away (paid again at the next start): writes during the first
+    scan leave the vectors to the scan's own sync at its end, and `embed` waits for ready."""
+    daemon = Daemon(load_config(vault), socket_path=short_socket_path(), force_polling=True)
+    synced: list[int] = []
+    monkeypatch.setattr(daemon.engine, "sync_vectors", lambda **kw: synced.append(1))
+    daemon._restored.set()
+    note = vault / "wiki" / "people.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\n## Bo\nBo rows.\n", encoding="utf-8")
+    assert daemon.state == "scanning"
+    daemon._applied("wiki/people.md")
+    assert synced == []
+    with pytest.raises(WatchError, match="still reading the vault"):
+        daemon.embed(rebuild=False)
+    daemon.state = "ready"
+    note.write_text(note.read_text(encoding="utf-8") + "\n## Cy\nCy rows.\n", encoding="utf-8")
+    daemon._applied("wiki/people.md")
+    assert synced == [1]

@@ -356,3 +356,26 @@ def test_a_query_over_a_vault_with_no_notes_says_nothing_is_indexed(tmp_path: Pa
     engine.scan()
     note = str(ask(engine, q="coffee")["note"])
     assert note.startswith("nothing is indexed: no notes were found in") and str(tmp_path) in note
+
+
+def test_a_bm25_match_waiting_for_its_vector_is_not_put_below_non_matches(
+    vector_engine: Engine,
+) -> None:
+    """During a first embedding run some entries have vectors and some not yet: the match
+    without one gets the typical vector share, not none, so an entry that matches nothing
+    but has a vector does not outrank it."""
+    dentist = _dentist(vector_engine)
+    others = [
+        vector_engine.vector_key(vector_engine.slot_of(e.id) or 0)
+        for e in vector_engine.entries.values()
+        if "dentist" not in e.text.lower() and "牙" not in e.text
+    ][:3]
+    vectors = FakeVectors(dict(zip(others, (0.9, 0.5, 0.2), strict=True)))
+    req = QueryRequest.from_dict(
+        {"q": "dentist", "k": 5, "explain": True, "expand_links": False, "now": NOW}
+    )
+    result = run_query(vector_engine, req, vectors)
+    assert result["embedding_used"] is True and dentist not in vectors.by_key
+    first = hits(result)[0]
+    assert "dentist" in str(first["text"]).lower()
+    assert first["explain"]["cosine"] is None  # type: ignore[index]

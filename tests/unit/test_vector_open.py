@@ -87,3 +87,31 @@ def test_a_query_does_not_wait_for_the_cache_rewriting_its_files(tmp_path: Path)
         writer.join(10)
     assert service.status()["busy_skips"] == 1
     assert service.cosines("cat number 2", list(entries), 3)
+
+
+class NamedOnly(CountingEmbedder):
+    """An endpoint's model known by name only: its dimension is not in the fingerprint, so
+    a model changed behind the name shows only in the vectors it answers."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self._dim = dim
+
+    @property
+    def fingerprint(self) -> dict[str, object]:
+        return {"kind": "http", "model": "behind-a-name"}
+
+
+def test_a_model_answering_another_dimension_is_a_mismatch_not_an_error(tmp_path: Path) -> None:
+    first = VectorService(NamedOnly(16), tmp_path)
+    first.open()
+    entries = vault(4)
+    first.sync.sync(entries)
+    changed = NamedOnly(32)
+    service = VectorService(changed, tmp_path)
+    service.open()
+    assert service.cosines("cat number 1", list(entries), 3) is None  # BM25, not an error
+    assert service.status()["state"] == "mismatch"
+    calls = len(changed.calls)
+    service.sync.sync({**entries, **vault(2, salt="new")})
+    assert len(changed.calls) == calls  # nothing embedded until `embed --rebuild`

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..config import Config
 from ..core.engine import Engine
-from ..errors import ConfigError
+from ..errors import ConfigError, WatchError
 from .report import index_status
 from .server import Server
 from .watcher import ChangeQueue, Watcher
@@ -78,6 +78,10 @@ class DaemonReports:
 
     def embed(self, rebuild: bool) -> dict[str, object]:
         """Start filling (or, with ``rebuild``, redoing) the vector cache in the background."""
+        if self.state == "scanning":  # a sync over part of the vault would drop the rest
+            raise WatchError(
+                "the daemon is still reading the vault (status: scanning); embed once it is ready"
+            )
         if self.engine.vectors is None:
             raise ConfigError(
                 "embeddings are off: serve with --embed local|http (or set embed in config.toml)"

@@ -52,6 +52,7 @@ class VaultScans:
     _writes_waiting: int
     _writes_done: threading.Condition
     _restored: threading.Event
+    state: str
 
     def _applied(self, rel: str) -> int:
         """Apply a file the write path just wrote (on the caller's thread: the engine's
@@ -59,7 +60,9 @@ class VaultScans:
         self._restored.wait()  # an engine filled from the snapshot first, not after
         with self._between_applies():
             stats = self.feed.apply([rel])
-        if stats.changed or stats.removed:
+        if (stats.changed or stats.removed) and self.state != "scanning":
+            # During the first scan the vectors wait for it to end: a sync over a part of the
+            # vault would take the rest's vectors for dead ones and rewrite them away.
             self.engine.sync_vectors()
         return self.engine.generation
 

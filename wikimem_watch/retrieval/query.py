@@ -140,7 +140,7 @@ def _ranked(
         keep &= is_wiki[slots] | _inside(engine, gate, slots)  # the caller said which days
     if not keep.all():  # no copies of ~every entry for a common word and no filter
         slots, own, prior = slots[keep], own[keep], prior[keep]
-    slots, own, prior, cos, embedding_used = _with_vectors(
+    slots, own, prior, cos, waiting, embedding_used = _with_vectors(
         engine, req, gate, vectors, text, slots, own, prior, weights
     )
     raw = own + prior
@@ -148,7 +148,13 @@ def _ranked(
     fused = weights.bm25 * bm25_norm
     cos_norm = np.zeros(0)
     if embedding_used:  # else every cosine is absent: nothing to add
-        cos_norm = normalise_minmax(np.nan_to_num(cos), ~np.isnan(cos))
+        has = ~np.isnan(cos)
+        cos_norm = normalise_minmax(np.nan_to_num(cos), has)
+        if waiting.any() and has.any():
+            # Not embedded yet (a first embedding run, a fresh edit): the typical share, not
+            # none, so a BM25 match waiting for its vector is not put below entries that match
+            # nothing but have one.
+            cos_norm[waiting] = _median(cos_norm[has])
         fused += weights.vector * cos_norm
     now_days = now.toordinal() - _EPOCH + (now.hour * 60 + now.minute) / 1440.0
     half_life = req.half_life_days or engine.config.half_life_days
@@ -286,9 +292,9 @@ def _with_vectors(
     own: F64,
     prior: F64,
     weights: Weights,
-) -> tuple[I64, F64, F64, F64, bool]:
+) -> tuple[I64, F64, F64, F64, B1, bool]:
     """Add the cosine signal: (slots, own BM25, BM25 from the entry before, cosine or NaN,
-    embedding used).
+    whether the candidate's vector is not made yet, embedding used).
 
     Cosines are asked for the best ``VECTOR_POOL`` BM25 candidates and the nearest entries of
     the whole cache; a nearest entry that BM25 missed joins the candidates (BM25 0) once it
@@ -296,15 +302,17 @@ def _with_vectors(
     cosine of "absent".
     """
     cos = np.zeros(0)  # unused unless the vectors take part
+    waiting = np.zeros(slots.size, dtype=bool)
     if vectors is None or weights.vector <= 0 or not text.strip():
-        return slots, own, prior, cos, False
+        return slots, own, prior, cos, waiting, False
     pool = best_first(own + prior, VECTOR_POOL)
     keys = [engine.vector_key(int(s)) for s in slots[pool]]
     found = vectors.cosines(text, keys, max(50, req.k * 5))
     if found is None:
-        return slots, own, prior, cos, False
+        return slots, own, prior, cos, waiting, False
     cos = np.full(slots.size, np.nan)
     cos[pool] = [found.get(key, np.nan) for key in keys]
+    waiting[pool] = [key not in found for key in keys]  # the pool's cosines: all it has
     pooled = set(keys)
     nearest = engine.slots_of_keys(key for key in found if key not in pooled)
     # BM25 candidates beyond the pool that the vectors found: slots are sorted ascending.
@@ -326,7 +334,8 @@ def _with_vectors(
         own = np.concatenate([own, np.zeros(extra.size)])[order]
         prior = np.concatenate([prior, np.zeros(extra.size)])[order]
         cos = np.concatenate([cos, [found[engine.vector_key(int(s))] for s in extra]])[order]
-    return slots, own, prior, cos, True
+        waiting = np.concatenate([waiting, np.zeros(extra.size, dtype=bool)])[order]
+    return slots, own, prior, cos, waiting, True
 
 
 def _hit(

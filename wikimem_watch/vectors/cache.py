@@ -137,6 +137,22 @@ class VectorCache(CacheMerges):
         with self._lock:
             return self._m.cosines(query, hashes) if self.usable else {}
 
+    def dim(self) -> int:
+        """The dimension of the vectors held (0: none yet)."""
+        return int(self._m.dim)
+
+    def mark_mismatch(self, why: str) -> None:
+        """The embedder answers vectors of another dimension than the cache holds (a model
+        changed behind an endpoint's name): the cache is another model's, as a fingerprint
+        mismatch makes it: BM25 only, nothing embedded, until ``embed --rebuild``."""
+        with self._lock:
+            if self.state != "mismatch":
+                log.warning(
+                    "vector cache %s: %s: BM25 only until `embed --rebuild`", self.cache_dir, why
+                )
+            self._reset()
+            self.state, self.last_error = "mismatch", why
+
     def nearest_and_cosines(
         self, query: FloatMatrix, hashes: Iterable[str], k: int, wait_s: float
     ) -> dict[str, float] | None:
@@ -178,9 +194,10 @@ class VectorCache(CacheMerges):
                 return 0
             dims = {v.shape[1] for v in fresh.values()}
             if len(dims) != 1 or (self._m.dim and dims != {self._m.dim}):
-                raise EmbedError(
-                    f"vectors of dim {sorted(dims)} do not fit the cache dim {self._m.dim}"
-                )
+                why = f"vectors of dim {sorted(dims)} do not fit the cache dim {self._m.dim}"
+                if len(dims) == 1 and self._m.hashes:  # the model changed behind its name
+                    self.mark_mismatch(why)
+                raise EmbedError(why)
             matrix = np.ascontiguousarray(np.concatenate(list(fresh.values())))
             spans = packed([(h, v.shape[0]) for h, v in fresh.items()])
             self._m.append(spans, matrix)

@@ -132,6 +132,12 @@ class VectorService:
         query = self._query_vector(text)
         if query is None:
             return None
+        held = self.cache.dim()
+        if held and query.size != held:
+            self.cache.mark_mismatch(
+                f"the embedder answers dim {query.size}, the cache holds {held}"
+            )
+            return None
         found = self.cache.nearest_and_cosines(query, hashes, limit, QUERY_WAIT_S)
         if found is None:
             self.busy_skips += 1  # the cache is rewriting its files: BM25 alone, this once
