@@ -7,6 +7,7 @@ import pytest
 from tests.conftest import EXAMPLE, write
 from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
+from wikimem_watch.core.tokenize import estimate_tokens
 from wikimem_watch.errors import BadRequest
 from wikimem_watch.retrieval.query import run_query
 from wikimem_watch.retrieval.request import QueryRequest
@@ -379,3 +380,115 @@ def test_a_bm25_match_waiting_for_its_vector_is_not_put_below_non_matches(
     first = hits(result)[0]
     assert "dentist" in str(first["text"]).lower()
     assert first["explain"]["cosine"] is None  # type: ignore[index]
+
+
+def _engine_over(root: Path, files: dict[str, str]) -> Engine:
+    for rel, text in files.items():
+        write(root, rel, text)
+    engine = Engine(load_config(root))
+    engine.scan()
+    return engine
+
+
+DAY = "## 09:00\nBreakfast alone.\n## 12:00\nWe talked about the budget with Ann.\n## 18:00\nGym.\n"
+
+
+@pytest.mark.parametrize("window", [["2026-11-21", "2026-11-21"], "yesterday"])
+def test_a_content_free_question_with_an_explicit_window_lists_it(
+    tmp_path: Path, window: object
+) -> None:
+    engine = _engine_over(tmp_path, {"diary/2026-11-21.md": DAY})
+    result = ask(engine, q="what did we talk about", now="2026-11-22T12:00", time_range=window)
+    assert result["listing"] is True
+    assert [h["time"] for h in hits(result)] == ["09:00", "12:00", "18:00"]
+
+
+def test_a_content_free_question_about_an_empty_window_searches_nothing_else(
+    tmp_path: Path,
+) -> None:
+    engine = _engine_over(
+        tmp_path, {"diary/2026-11-21.md": "## 10:00\nNothing much happened, we talked.\n"}
+    )
+    for q in ("what happened on November 2", "11月2号我们聊了什么"):
+        result = ask(engine, q=q, now="2026-11-22T12:00")
+        assert hits(result) == [] and "holds no diary entries" in str(result["note"]), q
+
+
+def test_listed_entries_bring_their_links_and_explain(tmp_path: Path) -> None:
+    engine = _engine_over(
+        tmp_path,
+        {
+            "diary/2026-11-21.md": "## 09:00\nMet [[Ann]] for tea.\n",
+            "Ann.md": "# Ann\nAnn keeps bees.\n",
+        },
+    )
+    (hit,) = hits(ask(engine, q="昨天", now="2026-11-22T12:00", explain=True))
+    assert [c["path"] for c in hit["linked"]] == ["Ann.md"]  # type: ignore[union-attr]
+    assert hit["explain"]["listing"] is True  # type: ignore[index]
+
+
+def test_a_wikimem_file_link_brings_the_notes_best_section(tmp_path: Path) -> None:
+    engine = _engine_over(
+        tmp_path,
+        {
+            "diary/2026-11-21.md": "## 09:00\nZorblat kayak plans, see [[file:trips]].\n",
+            "wiki/trips.md": "## hiking\nHiking gear.\n## kayaking\nKayak gear.\n",
+        },
+    )
+    (hit,) = hits(ask(engine, q="zorblat kayak", k=1))
+    assert [c["heading"] for c in hit["linked"]] == ["kayaking"]  # type: ignore[union-attr]
+
+
+def test_a_listing_and_the_hits_after_it_keep_to_the_budget_with_their_context(
+    tmp_path: Path,
+) -> None:
+    engine = _engine_over(
+        tmp_path,
+        {
+            "diary/2026-11-21.md": "## 09:00\nQuiet morning at home, a long novel by the window.\n",
+            "diary/2026-11-10.md": "## 09:00\nWent sailing, see [[Ann]].\n",
+            "Ann.md": "# Ann\nAnn loves boats and the sea every weekend.\n",
+        },
+    )
+    result = ask(engine, q="sailing yesterday", now="2026-11-22T12:00", budget_tokens=25)
+    shown = [x for h in hits(result) for x in [h, *h.get("linked", [])]]  # type: ignore[list-item]
+    assert sum(estimate_tokens(f"{x['heading']}\n{x['text']}") for x in shown) <= 25
+
+
+def test_a_listed_entry_is_not_repeated_as_another_hits_context(tmp_path: Path) -> None:
+    engine = _engine_over(
+        tmp_path,
+        {
+            "diary/2026-11-21.md": "## 09:00\nQuiet morning at home.\n",
+            "diary/2026-11-10.md": "## 09:00\nWent sailing, see [[2026-11-21]].\n",
+        },
+    )
+    found = hits(ask(engine, q="sailing yesterday", now="2026-11-22T12:00"))
+    ids = [str(x["id"]) for h in found for x in [h, *h.get("linked", [])]]  # type: ignore[list-item]
+    assert len(ids) == len(set(ids)) and ids[0] == "diary/2026-11-21.md#09:00"
+
+
+@pytest.mark.parametrize(("q", "end"), [("this week", "2026-11-18"), ("今年", "2026-11-18")])
+def test_a_window_is_reported_only_as_far_as_now(tmp_path: Path, q: str, end: str) -> None:
+    engine = _engine_over(tmp_path, {"diary/2026-11-17.md": "## 09:00\nA walk.\n"})
+    result = ask(engine, q=q, now="2026-11-18T12:00")
+    assert result["time_range"]["end"] == end  # type: ignore[index]
+
+
+def test_a_window_wholly_after_now_lists_nothing_of_today(tmp_path: Path) -> None:
+    engine = _engine_over(tmp_path, {"diary/2026-11-22.md": "## 08:00\nBreakfast.\n"})
+    result = ask(engine, q="what is planned for tomorrow", now="2026-11-22T12:00")
+    assert not any(h.get("in_window") for h in hits(result))
+    assert result["time_range"]["fallback"] == "empty"  # type: ignore[index]
+
+
+def test_a_widened_time_of_day_window_is_whole_days(tmp_path: Path) -> None:
+    engine = _engine_over(
+        tmp_path,
+        {
+            "diary/2026-11-21.md": "## 09:00\nA.\n## 23:30\nB.\n",
+            "diary/2026-11-22.md": "## 00:30\nC.\n",
+        },
+    )
+    gate = ask(engine, q="this morning", now="2026-11-22T09:00")["time_range"]
+    assert gate["widened_days"] and gate["start_time"] is None  # type: ignore[index]

@@ -18,7 +18,7 @@ from ..core.engine import Engine
 from ..core.models import Entry
 from ..core.vault import glob_match
 from ..errors import BadRequest
-from ..timeparse import find_session, parse_time_range
+from ..timeparse import find_session, is_time_only, parse_time_range
 from .request import QueryRequest
 
 WIDEN_STEPS_DAYS = (1, 3)
@@ -71,10 +71,13 @@ class Gate:
         return bool(hhmm and self.limit_time and hhmm > self.limit_time)
 
     def widen(self, days: int) -> Gate:
+        """``days`` more on each side, never past ``now``'s day; whole days (a widened
+        "this morning" is the days around it, not their mornings)."""
         end = self.end + timedelta(days)
         if self.limit_day is not None:
-            end = max(self.end, min(end, self.limit_day))
-        return replace(self, start=self.start - timedelta(days), end=end, widened=days)
+            end = min(end, self.limit_day)
+        start = self.start - timedelta(days)
+        return replace(self, start=start, end=end, widened=days, start_time=None, end_time=None)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -112,7 +115,7 @@ def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bo
     if isinstance(req.time_range, tuple):
         start, end = req.time_range
         gate = Gate(start, end, "explicit", limit_day=limit_day, limit_time=limit_time)
-        return gate, req.q, False
+        return gate, req.q, is_time_only(req.q)  # "what did we talk about": list the window
     if isinstance(req.time_range, str):
         found = parse_time_range(req.time_range, now=naive)
         if found is None:
@@ -127,7 +130,7 @@ def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bo
             limit_day=limit_day,
             limit_time=limit_time,
         )
-        return gate, req.q, False
+        return gate, req.q, is_time_only(req.q)
     if not req.parse_time:
         return None, req.q, False
     found = parse_time_range(req.q, now=naive)
@@ -256,6 +259,12 @@ def settle(engine: Engine, req: QueryRequest, gate: Gate) -> Gate:
     A conversation named by its order becomes its day, and is not widened. Returns the
     window with ``entries``, how many it holds.
     """
+    if gate.limit_day is not None and gate.start > gate.limit_day:
+        # Wholly after now ("明天", "next week"): the diary holds nothing there yet, and
+        # widening would call today's entries tomorrow's.
+        return replace(gate, fallback="empty") if gate.source == "parsed" else gate
+    if gate.limit_day is not None and gate.end > gate.limit_day:
+        gate = replace(gate, end=gate.limit_day)  # "this week", "今年": as far as now
     if gate.session is not None:
         day = _session_day(engine, gate)
         if day is None:

@@ -73,20 +73,23 @@ def run_query(
         applied = gate if gate is not None and gate.fallback is None else None
         hits: list[dict[str, object]] = []
         embedding_used = False
-        if not (applied and listing):
+        # Words that only ask about a window that holds nothing ("what happened on May 2"):
+        # searched elsewhere they would match other days by their filler.
+        empty_ask = time_only and gate is not None and applied is None
+        if not (applied and listing) and not empty_ask:
             hits, embedding_used = _ranked(engine, req, applied, text, terms, now, vectors)
         if applied and not any(h["in_window"] is True for h in hits):
             # Only time words, or words that match nothing inside the window ("what was my
             # mood on May 2nd"): what the window holds is the answer, in time order; matches
             # from elsewhere may follow it.
-            inside = window_entries(engine, req, applied, limit=req.k)
-            head = [_hit(e, None, [], True) for e in inside]
-            listing, cut = True, applied.entries > len(head)
-            hits = head + hits[: req.k - len(head)]
-            costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
-            hits = hits[: budget_cut(costs, req.budget_tokens)]
+            hits, cut = _listed(engine, req, applied, hits, terms)
+            listing = True
     searchable = bool(terms) or bool(applied and listing)
     note = None if searchable else nothing_searchable(req.q, gate)
+    if empty_ask and gate is not None:
+        note = (
+            f"the window {gate.matched!r} holds no diary entries, and the rest only asks about it"
+        )
     if note is None and not hits and not engine.files:
         note = f"nothing is indexed: no notes were found in {str(engine.root)!r}"
     return {
@@ -103,6 +106,45 @@ def run_query(
         "generation": engine.generation,
         "took_ms": round((time.perf_counter() - started) * 1000.0, 3),
     }
+
+
+def _listed(
+    engine: Engine,
+    req: QueryRequest,
+    gate: Gate,
+    ranked: list[dict[str, object]],
+    terms: list[str],
+) -> tuple[list[dict[str, object]], bool]:
+    """The window's entries in time order, then the best of ``ranked`` (from other days):
+    with their links' context, ``explain`` and the budget as for ranked hits; and whether
+    the window held more than ``k``."""
+    inside = window_entries(engine, req, gate, limit=req.k)
+    head = [_hit(e, None, [], True) for e in inside]
+    shown = {str(h["id"]) for h in head}
+    rest = ranked[: req.k - len(head)]
+    for hit in rest:  # an entry listed is not repeated as another hit's context
+        linked = [c for c in _linked(hit) if str(c["id"]) not in shown]
+        if linked:
+            hit["linked"] = linked
+        else:
+            hit.pop("linked", None)
+    if req.explain:
+        for hit in head:
+            hit["explain"] = {"listing": True, "time_gate": gate.as_dict(), "in_window": True}
+    hits = head + rest
+    if req.expand_links and head:
+        slots = [s for h in head if (s := engine.slot_of(str(h["id"]))) is not None]
+        scored = engine.index.score(terms) if terms else (np.zeros(0, np.int64), np.zeros(0))
+        _expand(engine, req, hits, slots, terms, scored)  # the head's; the rest have theirs
+    costs = [
+        sum(estimate_tokens(f"{x['heading']}\n{x['text']}") for x in [h, *_linked(h)]) for h in hits
+    ]
+    return hits[: budget_cut(costs, req.budget_tokens)], gate.entries > len(head)
+
+
+def _linked(hit: dict[str, object]) -> list[dict[str, object]]:
+    value = hit.get("linked")
+    return value if isinstance(value, list) else []
 
 
 def nothing_searchable(q: str, gate: Gate | None) -> str:
@@ -370,7 +412,8 @@ def _expand(
             targets = [t for t in engine.resolve_slots(link) if passes_slot(req, engine, t)]
             if not targets:
                 continue
-            best_slot = targets[0] if link.heading else _best_for(targets, scored)
+            section = link.heading and not (link.style == "wikimem" and link.target == "file")
+            best_slot = targets[0] if section else _best_for(targets, scored)
             best = engine.slot_entry(best_slot)
             cost = estimate_tokens(f"{best.heading}\n{best.text}")
             if best.id in seen or (budget is not None and used + cost > budget):

@@ -18,8 +18,15 @@ table and the search), ``window`` (the output record and explicit day pairs), ``
 
 from __future__ import annotations
 
-from .core import parse_time_range
+from .core import is_time_only, parse_time_range
 from .sessions import SessionRef, find_session
 from .window import TimeWindow, parse_date_pair
 
-__all__ = ["SessionRef", "TimeWindow", "find_session", "parse_date_pair", "parse_time_range"]
+__all__ = [
+    "SessionRef",
+    "TimeWindow",
+    "find_session",
+    "is_time_only",
+    "parse_date_pair",
+    "parse_time_range",
+]
