@@ -22,6 +22,7 @@ class Http:
     """A tiny client for the daemon's endpoint, raw enough to send wrong headers."""
 
     def __init__(self, daemon: DaemonProc) -> None:
+        self.daemon = daemon
         info = daemon.result("status")["http"]
         assert info is not None, "status names the HTTP endpoint"
         self.host, _, port = info["url"].removeprefix("http://").rpartition(":")
@@ -224,3 +225,41 @@ def test_idle_connections_are_capped_and_closed(
     finally:
         for sock in idle:
             sock.close()
+
+
+def test_a_refused_shutdown_stops_nothing(web: Http) -> None:
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "shutdown", "params": {"bogus": 1}}'
+    status, reply = web.request("POST", "/rpc", body)
+    assert status == 200 and reply["error"]["code"] == -32602
+    time.sleep(0.5)  # a stop would have begun by now
+    assert web.daemon.proc.poll() is None
+    assert web.request("GET", "/v1/status")[0] == 200
+
+
+def test_the_body_of_a_refused_request_is_never_read_as_the_next_one(web: Http) -> None:
+    inner = (
+        f"GET /v1/status HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {web.token}\r\n\r\n"
+    ).encode()
+    outer = (
+        f"POST /nope HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\nAuthorization: Bearer {web.token}"
+        f"\r\nContent-Length: {len(inner)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection((web.host, web.port), timeout=10) as sock:
+        sock.sendall(outer + inner)
+        replies = sock.makefile("rb").read()
+    assert replies.startswith(b"HTTP/1.1 404") and replies.count(b"HTTP/1.1 ") == 1
+
+
+def test_a_refused_event_stream_is_an_error_answer_not_a_stream(web: Http) -> None:
+    status, body = web.request("GET", "/v1/changes?q=the")
+    assert status == 400 and "no searchable words" in body["error"]["message"]
+
+
+def test_bound_to_every_address_a_host_given_as_an_ip_is_this_machine(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    daemon = start_daemon(vault, "--http", "0.0.0.0:0", "--http-allow-remote")
+    web = Http(daemon)
+    web.host = "127.0.0.1"
+    assert web.request("GET", "/v1/status", host=f"192.0.2.2:{web.port}")[0] == 200
+    assert web.request("GET", "/v1/status", host=f"evil.example:{web.port}")[0] == 403

@@ -142,3 +142,8 @@ def test_a_file_slug_is_one_short_line(slug: str) -> None:
 def test_text_the_wikimem_library_would_read_as_a_section_is_refused(text: str) -> None:
     with pytest.raises(BadRequest, match="reads as a new section"):
         edit.check_body(text)
+
+
+def test_a_text_longer_than_an_entry_holds_is_refused_wherever_it_is_written() -> None:
+    with pytest.raises(BadRequest, match="an entry holds at most"):
+        edit.check_body("x" * (edit.MAX_BODY_CHARS + 1))

@@ -82,3 +82,9 @@ def test_a_range_with_a_third_part_is_refused() -> None:
         QueryRequest.from_dict({"q": "x", "time_range": "2026-11-01..2026-11-07..garbage"})
     ok = QueryRequest.from_dict({"q": "x", "time_range": "2026-11-01..2026-11-07"})
     assert ok.time_range is not None and str(ok.time_range[1]) == "2026-11-07"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("tags", [[""], ["#"], ["plants", " "]])
+def test_an_empty_tag_name_is_refused_not_a_silent_empty_result(tags: list[str]) -> None:
+    with pytest.raises(BadRequest, match="empty tag name"):
+        QueryRequest.from_dict({"q": "x", "tags": tags})

@@ -28,6 +28,7 @@ _RESERVED = ("[[", "]]", ":", "|", "#")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # no line may end inside a name
 _SETEXT = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*(?:\r\n|\r|\n)?$")
 MAX_NAME_CHARS = 200
+MAX_BODY_CHARS = 200_000  # an entry or an item, not a document: a daemon takes 1 MiB a request
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,10 @@ def check_body(text: object) -> str:
     body = "\n".join(_BREAK.split(require_text(text, "text").strip()))
     if not body.strip():
         raise BadRequest('"text" is empty: there is nothing to write')
+    if len(body) > MAX_BODY_CHARS:  # the same through a daemon, in-process, or from MCP
+        raise BadRequest(
+            f'"text" is {len(body)} characters; an entry holds at most {MAX_BODY_CHARS}'
+        )
     if "\x00" in body:
         raise BadRequest('"text" contains a NUL character; notes are text')
     if "<!--" in body and "wikimem:" in body:

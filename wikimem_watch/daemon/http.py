@@ -24,11 +24,13 @@ import logging
 import os
 import re
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from socket import AF_INET6
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -64,6 +66,14 @@ def parse_address(value: str, allow_remote: bool) -> tuple[str, int]:
             )
         log.warning("HTTP endpoint on %s: reachable beyond this machine (bearer token only)", host)
     return host, int(port_text)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_loopback(host: str) -> bool:
@@ -139,6 +149,12 @@ class _BoundedServer(ThreadingHTTPServer):
     open_connections = 0
     refused = 0
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone mid-answer is no news; anything else goes to the log, not stderr."""
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        log.exception("HTTP: error answering %s", client_address)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._count_lock = threading.Lock()
@@ -165,6 +181,10 @@ class _BoundedServer(ThreadingHTTPServer):
         finally:
             with self._count_lock:
                 self.open_connections -= 1
+
+
+class _BoundedServer6(_BoundedServer):
+    address_family = AF_INET6
 
 
 _BUSY = "too many HTTP connections (max_connections); retry shortly"
@@ -196,7 +216,8 @@ class HttpEndpoint:
         # that sends half a request or one that stops reading an event stream is closed.
         timeout = idle_timeout_s or None
         handler = type("Handler", (_Handler,), {"endpoint": self, "timeout": timeout})
-        self.httpd = _BoundedServer(address, handler)
+        server = _BoundedServer6 if ":" in address[0] else _BoundedServer  # "[::1]:8765"
+        self.httpd = server(address, handler)
         self.httpd.max_connections = max_connections
         self._thread: threading.Thread | None = None
 
@@ -286,6 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._admitted():
             return
         if urlsplit(self.path).path != "/rpc":
+            self.close_connection = True  # its body is not read
             self._error(NotFound(f"POST goes to /rpc, not {self.path!r}"))
             return
         body = self._body()
@@ -325,14 +347,17 @@ class _Handler(BaseHTTPRequestHandler):
             raise ProtocolError(INVALID_PARAMS, f"kinds: expected diary, wiki; got {kinds!r}")
         paths = tuple(p.lstrip("/") for p in query.get("paths", "").split(",") if p)
         peer = _SsePeer(self)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
+        # Subscribed first: a refusal (no searchable words, the subscription cap) is an error
+        # answer, not a 200 stream with an error in it. Its sender waits for ``after_reply``.
+        sub_id, generation = feed.subscribe(peer, paths, kinds, query.get("q") or None)
         self.close_connection = True
         try:
             with peer.send_lock:  # "subscribed" goes out before the first change
-                sub_id, generation = feed.subscribe(peer, paths, kinds, query.get("q") or None)
+                self.send_response(200)
+                self._cors()
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
                 made = {"subscription": sub_id, "generation": generation}
                 peer.event("subscribed", json.dumps(made).encode())
             for start in peer.after_reply:
@@ -353,9 +378,17 @@ class _Handler(BaseHTTPRequestHandler):
         host = (self.headers.get("Host") or "").strip()
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         bound = str(self.endpoint.httpd.server_address[0])
-        return name.lower() in LOOPBACK_NAMES or name.strip("[]") == bound
+        if name.lower() in LOOPBACK_NAMES or name.strip("[]") == bound:
+            return True
+        # Bound to every address (--http-allow-remote): a client names one of this machine's
+        # by its IP. A name (what DNS rebinding uses) is still refused.
+        return bound in ("0.0.0.0", "::") and _is_ip(name.strip("[]"))
 
     def _admitted(self) -> bool:
+        """The Host and the token; a refusal closes the connection (a body left unread
+        would otherwise be read as the next request on it)."""
+        asked = self.close_connection  # what the request's own headers said
+        self.close_connection = True  # until the request is admitted
         if not self._host_ok():
             self._send_error_body(403, "Host header is not this machine (DNS rebinding refused)")
             return False
@@ -368,11 +401,13 @@ class _Handler(BaseHTTPRequestHandler):
                 401, "missing or wrong bearer token (see `wikimem-watch status`: http token)"
             )
             return False
+        self.close_connection = asked
         return True
 
     def _body(self) -> bytes | None:
         length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
+        if length is None or not (length.isascii() and length.isdigit()):
+            self.close_connection = True
             self._send_error_body(411, "a POST needs a Content-Length")
             return None
         if int(length) > self.endpoint.max_body_bytes:
@@ -418,15 +453,19 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode() + b"\n"
         self._send(status, body, "application/json; charset=utf-8")
 
-    def _send(self, status: int, body: bytes, kind: str) -> None:
-        self.send_response(status)
-        if status == 401:
-            self.send_header("WWW-Authenticate", 'Bearer realm="wikimem-watch"')
+    def _cors(self) -> None:
+        """``Access-Control-Allow-Origin`` for a listed browser origin, and no other."""
         # ``headers`` is unset when the request line itself was refused (``send_error``).
         origin = self.headers.get("Origin") if hasattr(self, "headers") else None
         if origin and origin in self.endpoint.cors_origins:
             self.send_header("Access-Control-Allow-Origin", origin)
             self.send_header("Vary", "Origin")
+
+    def _send(self, status: int, body: bytes, kind: str) -> None:
+        self.send_response(status)
+        if status == 401:
+            self.send_header("WWW-Authenticate", 'Bearer realm="wikimem-watch"')
+        self._cors()
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")

@@ -71,9 +71,11 @@ def handle_line(service: Service, line: bytes) -> tuple[bytes | None, str | None
     except Exception:
         log.exception("internal error decoding a request line")
         return encode_error(None, INTERNAL_ERROR, "internal error reading the request"), None
+    answered = False
     try:
         result = dispatch(service, request.method, request.params)
         reply = encode_result(request.id, result)
+        answered = True
     except WatchError as exc:
         reply = encode_error(request.id, exc.code, exc.message, exc.data)
     except ProtocolError as exc:
@@ -83,7 +85,9 @@ def handle_line(service: Service, line: bytes) -> tuple[bytes | None, str | None
         reply = encode_error(
             request.id, INTERNAL_ERROR, f"internal error in {request.method!r} (see the daemon log)"
         )
-    return (None if request.notification else reply), request.method
+    # The method is named only when it was answered with a result: a refused request (a
+    # ``shutdown`` with a bad param) has no effect after its reply either.
+    return (None if request.notification else reply), (request.method if answered else None)
 
 
 @dataclass(slots=True, eq=False)

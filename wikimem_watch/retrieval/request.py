@@ -62,7 +62,7 @@ class QueryRequest:
             k=_int(data, "k", 10, lo=1, hi=MAX_K),
             kinds=_kinds(data.get("kinds")),
             paths=_strs(data, "paths"),
-            tags=tuple(t.lstrip("#") for t in _strs(data, "tags")),
+            tags=_tags(_strs(data, "tags")),
             time_range=parse_time_range_field(data.get("time_range")),
             now=_now(data.get("now")),
             tz=_zone(_opt_str(data, "tz")),
@@ -73,6 +73,15 @@ class QueryRequest:
             weights=_weights(data.get("weights")),
             half_life_days=_opt_pos_float(data, "half_life_days", hi=MAX_HALF_LIFE_DAYS),
         )
+
+
+def _tags(given: tuple[str, ...]) -> tuple[str, ...]:
+    """Tag names without their ``#``; an empty one is refused (it would match nothing and
+    empty every result without a word)."""
+    tags = tuple(t.strip().lstrip("#") for t in given)
+    if any(not t for t in tags):
+        raise BadRequest(f'"tags" holds an empty tag name: {list(given)!r}')
+    return tags
 
 
 def _zone(name: str | None) -> str | None:

@@ -41,16 +41,25 @@ class Vault:
         self.where = "daemon"
 
     def call(self, method: str, params: dict[str, object]) -> Any:
+        """In-process only when no daemon takes the connection: one that took the request
+        and failed to answer may have made a write, which must not be made again."""
         params = {k: v for k, v in params.items() if v is not None}
         try:
-            with connect(self.config) as client:
-                self.where = "daemon"
-                return client.call(method, params)
+            client = connect(self.config)
         except DaemonUnavailable:
             from .inprocess import local_answer
 
             self.where = "in-process"
             return local_answer(self.config, method, params)
+        with client:
+            self.where = "daemon"
+            try:
+                return client.call(method, params)
+            except DaemonUnavailable as exc:
+                raise DaemonUnavailable(
+                    f"{exc.message}; the request was sent, and a write may have been made: "
+                    "see the journal before writing it again"
+                ) from None
 
 
 def _hit_line(hit: dict[str, Any]) -> str:
