@@ -16,7 +16,6 @@ Secure by default, because a browser can reach loopback too:
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import ipaddress
 import json
@@ -24,18 +23,16 @@ import logging
 import os
 import re
 import secrets
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from socket import AF_INET6
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..config import Config
 from ..errors import ConfigError, NotFound, WatchError
+from .http_conns import BoundedServer, BoundedServer6, SsePeer
 from .methods import Service, dispatch
 from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from .runtime import private_dir, runtime_dir, vault_key
@@ -139,57 +136,6 @@ def start_http(
     return endpoint
 
 
-class _BoundedServer(ThreadingHTTPServer):
-    """A thread per connection, at most ``max_connections`` of them: one more is answered
-    503 and closed at once, before it is read (a crowd of idle connections, even without the
-    token, must not take a thread and a descriptor each without end)."""
-
-    daemon_threads = True
-    max_connections = 256
-    open_connections = 0
-    refused = 0
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client gone mid-answer is no news; anything else goes to the log, not stderr."""
-        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
-            return
-        log.exception("HTTP: error answering %s", client_address)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._count_lock = threading.Lock()
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._count_lock:
-            full = self.open_connections >= self.max_connections
-            self.refused += full
-            self.open_connections += not full
-        if not full:
-            super().process_request(request, client_address)
-            return
-        body = json.dumps({"error": {"code": -32000, "message": _BUSY}}).encode()
-        head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-        with contextlib.suppress(OSError):
-            request.settimeout(0.5)
-            request.sendall(head.encode() + body)
-        self.shutdown_request(request)
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            with self._count_lock:
-                self.open_connections -= 1
-
-
-class _BoundedServer6(_BoundedServer):
-    address_family = AF_INET6
-
-
-_BUSY = "too many HTTP connections (max_connections); retry shortly"
-
-
 class HttpEndpoint:
     """The HTTP listener of one daemon: a thread per connection (at most
     ``max_connections``, each closed after ``idle_timeout_s`` without a request), stopped
@@ -216,7 +162,7 @@ class HttpEndpoint:
         # that sends half a request or one that stops reading an event stream is closed.
         timeout = idle_timeout_s or None
         handler = type("Handler", (_Handler,), {"endpoint": self, "timeout": timeout})
-        server = _BoundedServer6 if ":" in address[0] else _BoundedServer  # "[::1]:8765"
+        server = BoundedServer6 if ":" in address[0] else BoundedServer  # "[::1]:8765"
         self.httpd = server(address, handler)
         self.httpd.max_connections = max_connections
         self._thread: threading.Thread | None = None
@@ -346,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
         if any(k not in ("diary", "wiki") for k in kinds):
             raise ProtocolError(INVALID_PARAMS, f"kinds: expected diary, wiki; got {kinds!r}")
         paths = tuple(p.lstrip("/") for p in query.get("paths", "").split(",") if p)
-        peer = _SsePeer(self)
+        peer = SsePeer(self)
         # Subscribed first: a refusal (no searchable words, the subscription cap) is an error
         # answer, not a 200 stream with an error in it. Its sender waits for ``after_reply``.
         sub_id, generation = feed.subscribe(peer, paths, kinds, query.get("q") or None)
@@ -472,36 +418,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if body:
             self.wfile.write(body)
-
-
-class _SsePeer:
-    """A subscription's connection, as the change feed sees it (``subscriptions.Peer``),
-    writing each JSON-RPC notification line as a server-sent ``changed`` event."""
-
-    def __init__(self, handler: _Handler) -> None:
-        self.handler = handler
-        self.sock = self  # the feed calls ``sock.sendall`` and ``sock.shutdown``
-        self.send_lock = threading.Lock()
-        self.idle_exempt = True
-        self.on_close: list[Callable[[], None]] = []
-        self.after_reply: list[Callable[[], None]] = []
-        self.closed = threading.Event()
-
-    def sendall(self, line: bytes) -> None:
-        self.event("changed", line.strip())
-
-    def shutdown(self, how: int) -> None:
-        self.closed.set()
-
-    def event(self, name: str, data: bytes) -> None:
-        self.raw(b"event: " + name.encode() + b"\ndata: " + data + b"\n\n")
-
-    def raw(self, data: bytes) -> None:
-        """Write to the stream; the caller holds ``send_lock`` (the feed does)."""
-        if self.closed.is_set():
-            raise OSError("the event stream is closed")
-        self.handler.wfile.write(data)
-        self.handler.wfile.flush()
 
 
 def _int(value: str, name: str) -> int:
