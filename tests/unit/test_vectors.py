@@ -16,6 +16,7 @@ import pytest
 from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.parse import parse_note
+from wikimem_watch.vectors import cache_groups
 from wikimem_watch.vectors.cache import VectorCache
 from wikimem_watch.vectors.embedders import EmbedError
 from wikimem_watch.vectors.files import KEYS_FILE, atomic_write
@@ -596,3 +597,29 @@ def test_sync_reads_an_unloaded_cache_before_embedding(tmp_path: Path) -> None:
     emb.calls.clear()
     unloaded = VectorCache(tmp_path, emb.fingerprint)
     assert VectorSync(emb, unloaded).sync(vault(4)) == 0 and emb.calls == []
+
+
+def test_another_models_group_is_read_once_not_at_every_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A synced machine with another embedder leaves its files in the shared cache dir:
+    looked at once, then skipped until they change (it cost a full read under the lock at
+    every refresh, and filled `dropped` with the same line)."""
+    ours, theirs = HashEmbedder(dim=32), HashEmbedder(dim=16)
+    cache = open_cache(tmp_path / "ours", ours)
+    VectorSync(ours, cache).sync(vault(2, salt="ours"))
+    VectorSync(theirs, open_cache(tmp_path / "theirs", theirs)).sync(vault(4))
+    for path in (tmp_path / "theirs").glob("seg-*"):  # a sync tool delivers them
+        (tmp_path / "ours" / path.name).write_bytes(path.read_bytes())
+    reads: list[str] = []
+    real = cache_groups.read_keys
+
+    def counted(path: Path, *args: object) -> object:
+        reads.append(path.name)
+        return real(path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cache_groups, "read_keys", counted)
+    for _ in range(3):
+        cache.refresh()
+    assert len(reads) == 1 and len(cache.stats()["dropped"]) == 1
+    assert cache.state == "ready" and cache.usable

@@ -128,6 +128,9 @@ class CacheGroups:
         try:
             header, spans = read_keys(keys_path, npy_name)
             if any(header.get(k) != v for k, v in self.fingerprint.items()):
+                # Another model's (a synced machine with another embedder): not read again,
+                # nor reported again, until its files change.
+                self._failed[name] = sig
                 self._drop(f"{name}: fingerprint differs ({header.get('model')!r})")
                 return "foreign"
             npy_path = self.cache_dir / str(header["vectors_file"])
