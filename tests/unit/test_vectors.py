@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -623,3 +624,20 @@ def test_another_models_group_is_read_once_not_at_every_refresh(
         cache.refresh()
     assert len(reads) == 1 and len(cache.stats()["dropped"]) == 1
     assert cache.state == "ready" and cache.usable
+
+
+def test_a_half_segment_a_sync_tool_just_delivered_waits_for_its_other_half(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its mtime is the other machine's (hours old); its grace counts from when it landed."""
+    from wikimem_watch.vectors import files
+
+    half = tmp_path / "seg-0123456789abcdef.keys.jsonl"
+    half.write_text('{"vectors_file": "seg-0123456789abcdef.npy"}\n', encoding="utf-8")
+    old = time.time() - 2 * files.ORPHAN_GRACE_S
+    os.utime(half, (old, old))
+    files.remove_stale(tmp_path, keep="")
+    assert half.exists()
+    monkeypatch.setattr(files, "ORPHAN_GRACE_S", -1.0)  # past any grace: it goes
+    files.remove_stale(tmp_path, keep="")
+    assert not half.exists()

@@ -347,7 +347,10 @@ def remove_stale(cache_dir: Path, keep: str) -> None:
         if name.startswith("seg-") and (cache_dir / partner).exists():
             continue
         with contextlib.suppress(OSError):
-            if now - path.stat().st_mtime > ORPHAN_GRACE_S:
+            st = path.stat()
+            # Its age here: a sync tool keeps the mtime of a file it delivers (hours old, for
+            # a machine that was offline), but the ctime is when it landed on this disk.
+            if now - max(st.st_mtime, st.st_ctime) > ORPHAN_GRACE_S:
                 path.unlink()
 
 
