@@ -172,6 +172,26 @@ def test_both_machines_rewriting_the_base_at_once_lose_nothing(tmp_path: Path) -
     assert merged.missing({**entries, **only_a, **only_b}) == [] and merged.dropped == []
 
 
+def test_rows_another_machine_just_sent_outlive_every_pass_of_a_maintain(tmp_path: Path) -> None:
+    """Their notes may not have arrived yet: kept for RECENT_S, also once a base rewrite has
+    taken them into this machine's own base (a second pass counted them dead and dropped
+    them, and their notes were embedded again when they came)."""
+    mine, theirs = texts(200, "mine"), texts(200, "theirs")
+    a = open_cache(tmp_path / "a")
+    a.add(vectors(mine))
+    a.compact(mine)
+    other = open_cache(tmp_path / "b")
+    other.add(vectors(theirs))
+    copy_dir(tmp_path / "b", tmp_path / "a")  # the sync tool delivers the other's group
+    assert a.refresh() == 1
+    edited = {**mine, key("edit"): "one edit"}
+    a.add(vectors({key("edit"): "one edit"}))
+    a.maintain(edited)  # the other's rows are not live here (yet): a base rewrite is due
+    a.maintain(edited)  # and another pass
+    assert a.missing(theirs) == []
+    assert open_cache(tmp_path / "a").missing(theirs) == []  # on disk too
+
+
 def test_a_cache_of_the_older_layout_loads_and_is_replaced_by_the_next_base(
     tmp_path: Path,
 ) -> None:

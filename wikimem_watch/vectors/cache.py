@@ -79,6 +79,7 @@ class VectorCache(CacheMerges):
         self._m = VectorMatrix(dim if isinstance(dim, int) else 0, self.cache_dir)
         self._groups: dict[str, _Group] = {}  # keys-file name → group
         self._failed: dict[str, tuple[int, ...]] = {}  # keys-file name → signature that failed
+        self._recent: dict[str, float] = {}  # rows another machine sent, kept (cache_merges)
         # Rows added, keys dropped and rows picked up since dead rows were last counted: an
         # upper bound on how many more rows can have died (``maintain``).
         self.churn = 0

@@ -30,6 +30,7 @@ class CacheMerges(CacheGroups):
     """The merges of a ``VectorCache`` (state declared here for the type checker)."""
 
     policy: MergePolicy
+    _recent: dict[str, float]  # hash → when another machine sent it (kept for RECENT_S)
 
     def needs_live(self, exact: bool = False) -> bool:
         """Whether ``maintain`` needs the live hashes now: to count dead rows (always when
@@ -59,12 +60,15 @@ class CacheMerges(CacheGroups):
         with self._lock:
             if self.state == "mismatch":
                 return 0
+            live = None if live is None else set(live)
             steps = 0
             while steps < 64:
                 groups = [(name, g.rows) for name, g in self._groups.items()]
                 dead = 0
                 if live is not None:
-                    dead = sum(rows for _, rows in groups) - self._m.live_rows_on_disk(live)
+                    # Rows another machine sent lately are kept (``compact``): not dead.
+                    needed = live | self._kept_from_others()
+                    dead = sum(rows for _, rows in groups) - self._m.live_rows_on_disk(needed)
                     self.churn = 0
                 step = next_step(groups, dead, self.policy)
                 if step is None:
@@ -96,10 +100,24 @@ class CacheMerges(CacheGroups):
                 return
             for group in self._groups.values():
                 if group.arrived_at is not None and now - group.arrived_at < RECENT_S:
-                    keep.update(group.hashes)
+                    for h in group.hashes:  # in our base from now on, with no arrival time
+                        self._recent[h] = max(self._recent.get(h, 0.0), group.arrived_at)
+            keep |= self._kept_from_others()
             # Straight into a new matrix (a map when large), written from there: no copy of
             # the rows on the heap.
             self._replace_all(self._m.subset(sorted(keep), self.cache_dir), list(self._groups))
+
+    def _kept_from_others(self) -> set[str]:
+        """The hashes of rows another machine sent less than ``RECENT_S`` ago (their notes may
+        not have arrived yet): in the group that brought them, or already in a base of ours
+        that a rewrite took them into (which has no arrival time of its own)."""
+        now = time.monotonic()
+        self._recent = {h: t for h, t in self._recent.items() if now - t < RECENT_S}
+        kept = set(self._recent)
+        for group in self._groups.values():
+            if group.arrived_at is not None and now - group.arrived_at < RECENT_S:
+                kept.update(group.hashes)
+        return kept
 
     def _replace_all(self, fresh: VectorMatrix, old: list[str]) -> None:
         spans = fresh.spans()
