@@ -6,7 +6,8 @@ engine's lock, so a query sees one consistent generation of the index.
 Under a time window the diary entries inside it are what the question is about: they rank
 first, and wiki items and diary entries outside the window may only follow them, marked
 ``in_window`` (ADR-0009). A question whose words, after the time words, carry no content
-lists the window's entries in time order.
+lists the window's entries in time order. What a hit brings with it (its links' context, a
+window's listing) is ``context.py``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.engine import Engine
-from ..core.models import Entry
 from ..core.tokenize import estimate_tokens
+from .context import expand, hit_of, listed
 from .fusion import (
     Weights,
     best_first,
@@ -31,7 +32,7 @@ from .fusion import (
     top_k,
     with_previous,
 )
-from .gate import Gate, local_now, passes_slot, resolve_gate, settle, window_entries
+from .gate import Gate, local_now, passes_slot, resolve_gate, settle
 from .request import QueryRequest
 
 F64 = npt.NDArray[np.float64]
@@ -82,7 +83,7 @@ def run_query(
             # Only time words, or words that match nothing inside the window ("what was my
             # mood on May 2nd"): what the window holds is the answer, in time order; matches
             # from elsewhere may follow it.
-            hits, cut = _listed(engine, req, applied, hits, terms)
+            hits, cut = listed(engine, req, applied, hits, terms)
             listing = True
     searchable = bool(terms) or bool(applied and listing)
     note = None if searchable else nothing_searchable(req.q, gate)
@@ -106,45 +107,6 @@ def run_query(
         "generation": engine.generation,
         "took_ms": round((time.perf_counter() - started) * 1000.0, 3),
     }
-
-
-def _listed(
-    engine: Engine,
-    req: QueryRequest,
-    gate: Gate,
-    ranked: list[dict[str, object]],
-    terms: list[str],
-) -> tuple[list[dict[str, object]], bool]:
-    """The window's entries in time order, then the best of ``ranked`` (from other days):
-    with their links' context, ``explain`` and the budget as for ranked hits; and whether
-    the window held more than ``k``."""
-    inside = window_entries(engine, req, gate, limit=req.k)
-    head = [_hit(e, None, [], True) for e in inside]
-    shown = {str(h["id"]) for h in head}
-    rest = ranked[: req.k - len(head)]
-    for hit in rest:  # an entry listed is not repeated as another hit's context
-        linked = [c for c in _linked(hit) if str(c["id"]) not in shown]
-        if linked:
-            hit["linked"] = linked
-        else:
-            hit.pop("linked", None)
-    if req.explain:
-        for hit in head:
-            hit["explain"] = {"listing": True, "time_gate": gate.as_dict(), "in_window": True}
-    hits = head + rest
-    if req.expand_links and head:
-        slots = [s for h in head if (s := engine.slot_of(str(h["id"]))) is not None]
-        scored = engine.index.score(terms) if terms else (np.zeros(0, np.int64), np.zeros(0))
-        _expand(engine, req, hits, slots, terms, scored)  # the head's; the rest have theirs
-    costs = [
-        sum(estimate_tokens(f"{x['heading']}\n{x['text']}") for x in [h, *_linked(h)]) for h in hits
-    ]
-    return hits[: budget_cut(costs, req.budget_tokens)], gate.entries > len(head)
-
-
-def _linked(hit: dict[str, object]) -> list[dict[str, object]]:
-    value = hit.get("linked")
-    return value if isinstance(value, list) else []
 
 
 def nothing_searchable(q: str, gate: Gate | None) -> str:
@@ -215,7 +177,7 @@ def _ranked(
         entry = engine.slot_entry(hit_slots[n])
         matched = matched_of[n]
         mark = None if gate is None or entry.kind == "wiki" else bool(inside[j])
-        hit = _hit(entry, float(fused[j]), matched, mark)
+        hit = hit_of(entry, float(fused[j]), matched, mark)
         if req.explain:
             hit["explain"] = {
                 "bm25_raw": float(raw[j]),
@@ -236,7 +198,7 @@ def _ranked(
     costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
     hits = hits[: budget_cut(costs, req.budget_tokens)]
     if req.expand_links:
-        _expand(engine, req, hits, hit_slots, terms, scored)
+        expand(engine, req, hits, hit_slots, terms, scored)
     return hits, embedding_used
 
 
@@ -378,66 +340,3 @@ def _with_vectors(
         cos = np.concatenate([cos, [found[engine.vector_key(int(s))] for s in extra]])[order]
         waiting = np.concatenate([waiting, np.zeros(extra.size, dtype=bool)])[order]
     return slots, own, prior, cos, waiting, True
-
-
-def _hit(
-    entry: Entry, score: float | None, matched: list[str], in_window: bool | None
-) -> dict[str, object]:
-    hit = {**entry.as_dict(), "score": score, "matched_terms": matched}
-    hit["in_window"] = in_window
-    return hit
-
-
-def _expand(
-    engine: Engine,
-    req: QueryRequest,
-    hits: list[dict[str, object]],
-    hit_slots: list[int],
-    terms: list[str],
-    scored: tuple[I64, F64],
-) -> None:
-    """Attach to each hit, as ``linked``, the entries its links point at (one hop).
-
-    A link to a section brings that section; a link to a whole note brings the note's best
-    section for the query (its first when none matches). An entry already shown as a hit or
-    as another hit's context is not repeated. Context never takes a hit's place in ``k``, and
-    under ``budget_tokens`` it is added only while the budget has room.
-    """
-    seen = {str(h["id"]) for h in hits}
-    budget = req.budget_tokens
-    used = sum(estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits)
-    for hit, slot in zip(hits, hit_slots, strict=False):
-        linked: list[dict[str, object]] = []
-        for link in engine.store.links_of(slot):
-            targets = [t for t in engine.resolve_slots(link) if passes_slot(req, engine, t)]
-            if not targets:
-                continue
-            section = link.heading and not (link.style == "wikimem" and link.target == "file")
-            best_slot = targets[0] if section else _best_for(targets, scored)
-            best = engine.slot_entry(best_slot)
-            cost = estimate_tokens(f"{best.heading}\n{best.text}")
-            if best.id in seen or (budget is not None and used + cost > budget):
-                continue
-            seen.add(best.id)
-            used += cost
-            matched = engine.index.matched_terms(best_slot, terms)
-            context = _hit(best, None, matched, None)
-            context["via"] = hit["id"]
-            context["link"] = link.target + (f"#{link.heading}" if link.heading else "")
-            linked.append(context)
-        if linked:
-            hit["linked"] = linked
-
-
-def _best_for(targets: list[int], scored: tuple[I64, F64]) -> int:
-    """Of a linked note's entries (slots), the one BM25 scored best for the query (the first
-    when none matches); ``scored`` is the query's (slots, scores), slots ascending."""
-    slots, raw = scored
-    best, best_score = targets[0], 0.0
-    if not slots.size:
-        return best
-    for slot in targets:
-        at = int(np.searchsorted(slots, slot))
-        if at < slots.size and slots[at] == slot and raw[at] > best_score:
-            best, best_score = slot, float(raw[at])
-    return best

@@ -1,0 +1,121 @@
+"""What a hit brings with it: the entries its links point at (one hop, as ``linked``), and a
+window's own entries listed in time order when the question only asks about the window
+(ADR-0009 §2, §7). Read under the engine's lock by :func:`~.query.run_query`."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ..core.engine import Engine
+from ..core.models import Entry
+from ..core.tokenize import estimate_tokens
+from .fusion import budget_cut
+from .gate import Gate, passes_slot, window_entries
+from .request import QueryRequest
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+def hit_of(
+    entry: Entry, score: float | None, matched: list[str], in_window: bool | None
+) -> dict[str, object]:
+    """An entry as a result shows it: its fields, its score and matched terms, ``in_window``."""
+    hit = {**entry.as_dict(), "score": score, "matched_terms": matched}
+    hit["in_window"] = in_window
+    return hit
+
+
+def listed(
+    engine: Engine,
+    req: QueryRequest,
+    gate: Gate,
+    ranked: list[dict[str, object]],
+    terms: list[str],
+) -> tuple[list[dict[str, object]], bool]:
+    """The window's entries in time order, then the best of ``ranked`` (from other days):
+    with their links' context, ``explain`` and the budget as for ranked hits; and whether
+    the window held more than ``k``."""
+    inside = window_entries(engine, req, gate, limit=req.k)
+    head = [hit_of(e, None, [], True) for e in inside]
+    shown = {str(h["id"]) for h in head}
+    rest = ranked[: req.k - len(head)]
+    for hit in rest:  # an entry listed is not repeated as another hit's context
+        linked = [c for c in _linked(hit) if str(c["id"]) not in shown]
+        if linked:
+            hit["linked"] = linked
+        else:
+            hit.pop("linked", None)
+    if req.explain:
+        for hit in head:
+            hit["explain"] = {"listing": True, "time_gate": gate.as_dict(), "in_window": True}
+    hits = head + rest
+    if req.expand_links and head:
+        slots = [s for h in head if (s := engine.slot_of(str(h["id"]))) is not None]
+        scored = engine.index.score(terms) if terms else (np.zeros(0, np.int64), np.zeros(0))
+        expand(engine, req, hits, slots, terms, scored)  # the head's; the rest have theirs
+    costs = [
+        sum(estimate_tokens(f"{x['heading']}\n{x['text']}") for x in [h, *_linked(h)]) for h in hits
+    ]
+    return hits[: budget_cut(costs, req.budget_tokens)], gate.entries > len(head)
+
+
+def _linked(hit: dict[str, object]) -> list[dict[str, object]]:
+    value = hit.get("linked")
+    return value if isinstance(value, list) else []
+
+
+def expand(
+    engine: Engine,
+    req: QueryRequest,
+    hits: list[dict[str, object]],
+    hit_slots: list[int],
+    terms: list[str],
+    scored: tuple[I64, F64],
+) -> None:
+    """Attach to each hit, as ``linked``, the entries its links point at (one hop).
+
+    A link to a section brings that section; a link to a whole note brings the note's best
+    section for the query (its first when none matches). An entry already shown as a hit or
+    as another hit's context is not repeated. Context never takes a hit's place in ``k``, and
+    under ``budget_tokens`` it is added only while the budget has room.
+    """
+    seen = {str(h["id"]) for h in hits}
+    budget = req.budget_tokens
+    used = sum(estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits)
+    for hit, slot in zip(hits, hit_slots, strict=False):
+        linked: list[dict[str, object]] = []
+        for link in engine.store.links_of(slot):
+            targets = [t for t in engine.resolve_slots(link) if passes_slot(req, engine, t)]
+            if not targets:
+                continue
+            section = link.heading and not (link.style == "wikimem" and link.target == "file")
+            best_slot = targets[0] if section else _best_for(targets, scored)
+            best = engine.slot_entry(best_slot)
+            cost = estimate_tokens(f"{best.heading}\n{best.text}")
+            if best.id in seen or (budget is not None and used + cost > budget):
+                continue
+            seen.add(best.id)
+            used += cost
+            matched = engine.index.matched_terms(best_slot, terms)
+            context = hit_of(best, None, matched, None)
+            context["via"] = hit["id"]
+            context["link"] = link.target + (f"#{link.heading}" if link.heading else "")
+            linked.append(context)
+        if linked:
+            hit["linked"] = linked
+
+
+def _best_for(targets: list[int], scored: tuple[I64, F64]) -> int:
+    """Of a linked note's entries (slots), the one BM25 scored best for the query (the first
+    when none matches); ``scored`` is the query's (slots, scores), slots ascending."""
+    slots, raw = scored
+    best, best_score = targets[0], 0.0
+    if not slots.size:
+        return best
+    for slot in targets:
+        at = int(np.searchsorted(slots, slot))
+        if at < slots.size and slots[at] == slot and raw[at] > best_score:
+            best, best_score = slot, float(raw[at])
+    return best
