@@ -330,3 +330,12 @@ def test_vectors_wait_for_the_first_scan_to_end(
     note.write_text(note.read_text(encoding="utf-8") + "\n## Cy\nCy rows.\n", encoding="utf-8")
     daemon._applied("wiki/people.md")
     assert synced == [1]
+
+
+def test_a_note_reported_as_a_moved_folder_is_read_as_a_note(vault: Path) -> None:
+    """A polling observer pairs a deleted folder and a new note by their inode and reports
+    the folder moved onto the note: the note must be read all the same."""
+    daemon = Daemon(load_config(vault), socket_path=short_socket_path(), force_polling=True)
+    (vault / "new.md").write_text("## n\nx\n", encoding="utf-8")
+    assert "new.md" in daemon._under("new.md")
+    assert "wiki/people.md" in daemon._under("wiki")  # a folder: the notes below it

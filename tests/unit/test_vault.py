@@ -208,3 +208,17 @@ def fifo_writer(vault: Path) -> Iterator[Path]:
 def test_a_fifo_with_a_silent_writer_is_skipped_too(vault: Path, fifo_writer: Path) -> None:
     engine = fresh(vault)
     assert engine.skipped == {"held.md": "not a regular file (named pipe)"}
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_a_note_reached_through_a_folder_symlinked_out_of_the_vault_is_no_note(
+    tmp_path: Path, follow: bool
+) -> None:
+    """The walk never descends a symlinked folder, followed or not: a path through one is
+    not a note (it was skipped, or read from outside, and came back at every rescan)."""
+    vault, outside = tmp_path / "vault", tmp_path / "pX"
+    write(outside, "plan.md", "## p\nship it\n")
+    vault.mkdir()
+    (vault / "projects").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(FileNotFoundError):
+        read_note(vault, "projects/plan.md", follow_external=follow)

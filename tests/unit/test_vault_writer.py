@@ -68,3 +68,15 @@ def test_deleting_from_a_vault_with_no_wiki_folder_makes_none(tmp_path: Path) ->
     with pytest.raises(NotFound):
         VaultWriter(tmp_path).delete_wiki("p", "Ann")
     assert not (tmp_path / "wiki").exists()
+
+
+def test_a_journal_line_for_a_file_name_that_is_not_utf8_is_written(tmp_path: Path) -> None:
+    """Such a name (bytes as lone surrogates) made the journal raise, and the rest of the
+    burst that held it was not applied."""
+    from wikimem_watch.daemon.journal import Journal, read_journal
+
+    journal = Journal(tmp_path)
+    journal.external("create", "bb/a\udcff.md")
+    journal.external("create", "bb/n1.md")
+    entries = read_journal(tmp_path, None, 10)["entries"]
+    assert [e["path"] for e in entries] == ["bb/a\udcff.md", "bb/n1.md"]  # type: ignore[index]

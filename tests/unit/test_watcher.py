@@ -325,3 +325,17 @@ def test_a_change_set_taken_from_the_queue_stays_pending_until_done() -> None:
     changes.get()
     changes.done_with()
     assert changes.pending() == 0
+
+
+def test_the_polling_observer_never_descends_a_symlinked_folder(tmp_path: Path) -> None:
+    """A folder symlink that loops back (``ln -s . a``) was walked without end."""
+    from watchdog.utils.dirsnapshot import DirectorySnapshot
+
+    from wikimem_watch.daemon.watcher import polling_observer
+
+    (tmp_path / "a").symlink_to(".", target_is_directory=True)
+    (tmp_path / "note.md").write_text("## n\nx\n", encoding="utf-8")
+    emitter = polling_observer()._emitter_class  # type: ignore[attr-defined]  # a partial
+    snapshot = DirectorySnapshot(str(tmp_path), stat=emitter.keywords["stat"])
+    paths = set(snapshot.paths)
+    assert str(tmp_path / "note.md") in paths and str(tmp_path / "a" / "note.md") not in paths

@@ -158,13 +158,14 @@ def read_note(
     if real_root is None:
         real_root = os.path.realpath(root)
     target = None
+    if "/" in rel and real != os.path.join(real_root, *rel.split("/")):
+        if _through_linked_dir(path, real_root, rel):
+            # Not a note of the vault: the walk never descends a symlinked directory (inside
+            # the vault or out of it, followed or not), and a fresh scan would not list it.
+            raise FileNotFoundError(rel)
     if is_inside(real_root, real):
         real_rel = _rel_posix(real_root, real)
         target = real_rel if real_rel != rel else None
-        if target is not None and "/" in rel and _through_linked_dir(path, real_root, rel):
-            # Not a note of the vault: the walk never descends a symlinked directory, and a
-            # fresh scan would not list it (the note is indexed where it really is).
-            raise FileNotFoundError(rel)
     elif not follow_external and os.path.exists(real):
         raise SkipFile(
             f"symlink to {real}, outside the vault; not read "

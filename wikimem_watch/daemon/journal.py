@@ -50,13 +50,17 @@ class Journal:
         """Write one line (``ts`` first); False when the journal cannot be written."""
         line = json.dumps({"ts": now_iso(), **record}, ensure_ascii=False) + "\n"
         try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:  # a file name that is not UTF-8: its bytes as \udcXX
+            data = (json.dumps({"ts": now_iso(), **record}) + "\n").encode("ascii")
+        try:
             fd = os.open(self.path, _OPEN, 0o644)
         except OSError as exc:
             return self._skip(f"cannot open it: {exc.strerror or exc}")
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return self._skip("it is not a regular file")
-            os.write(fd, line.encode("utf-8"))
+            os.write(fd, data)
             return True
         except OSError as exc:
             return self._skip(f"cannot write it: {exc.strerror or exc}")

@@ -204,11 +204,17 @@ class VaultScans:
             log.debug("applied %d changed, %d removed", len(stats.changed), len(stats.removed))
 
     def _under(self, rel_dir: str) -> list[str]:
-        """Indexed paths below a moved/deleted/created directory, plus the notes now there."""
+        """Indexed paths below a moved/deleted/created directory, plus the notes now there;
+        and the path itself when a note is there now (a polling observer pairs a deleted
+        folder and a new note by their inode, and reports the folder moved onto the note)."""
         prefix = rel_dir.rstrip("/") + "/"
         with self.engine.lock:
             out = [p for p in (*self.engine.files, *self.engine.skipped) if p.startswith(prefix)]
         out.extend(notes_below(self.config.vault, rel_dir, self.engine.note_filter))
+        if self.engine.note_filter.accepts(rel_dir) and not os.path.isdir(
+            os.path.join(self.config.vault, *rel_dir.split("/"))
+        ):
+            out.append(rel_dir)  # applied as any path: read if a note, dropped if gone
         return out
 
     def _stat_walk(self) -> dict[str, StatKey]:

@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # types only: the vector side and HTTP load when configured
 log = logging.getLogger(__name__)
 
 WRITER_JOIN_S = 3.0  # how long a stop waits for the file in hand before leaving without it
+WATCHER_STOP_S = 5.0  # how long a stop waits for the file watcher's threads
 # A snapshot being written at a stop is bounded work (~0.6 s per 100k entries, more on a busy
 # machine) and saves the next start a cold scan: a stop waits this much longer for it.
 SNAPSHOT_JOIN_S = 60.0
@@ -236,7 +237,7 @@ class Daemon(VaultScans, DaemonReports):
                     )
             if recorder is not None:
                 recorder.join(WRITER_JOIN_S)
-            self.watcher.stop()
+            self._stop_watcher()
             self.writer.stop()
             if self.engine.vectors is not None:
                 self.engine.vectors.close()
@@ -296,6 +297,23 @@ class Daemon(VaultScans, DaemonReports):
             if data:
                 log.info("stopping (signal or shutdown request)")
                 return
+
+    def _stop_watcher(self) -> None:
+        """Stop the watcher, waiting at most ``WATCHER_STOP_S``: watchdog joins its threads
+        without a timeout, and one stuck (a folder swapped under it) must not keep the socket
+        and the lock alive."""
+
+        def stop() -> None:
+            try:
+                self.watcher.stop()
+            except Exception:  # in watchdog's threads; the daemon is stopping anyway
+                log.exception("stopping the file watcher failed")
+
+        thread = threading.Thread(target=stop, name="watch-stop", daemon=True)
+        thread.start()
+        thread.join(WATCHER_STOP_S)
+        if thread.is_alive():
+            log.warning("the file watcher did not stop in %.0fs; stopping anyway", WATCHER_STOP_S)
 
     def request_stop(self) -> None:
         self._stop_requested = True

@@ -131,9 +131,14 @@ def native_observer() -> Observer:
 
 
 def polling_observer() -> Observer:
-    from watchdog.observers.polling import PollingObserver
+    """The polling fallback. It looks at each path with ``lstat``: a symlinked folder is
+    never descended, as the native observer and the scan never do (followed, one that loops
+    back, ``ln -s . a``, walked without end and took unbounded memory)."""
+    import os
 
-    observer: Observer = PollingObserver(timeout=1.0)
+    from watchdog.observers.polling import PollingObserverVFS
+
+    observer: Observer = PollingObserverVFS(os.lstat, os.scandir, polling_interval=1.0)
     return observer
 
 
