@@ -584,3 +584,32 @@ def test_temp_files_a_killed_snapshot_write_left_are_removed(tmp_path: Path) -> 
     os.utime(old, (OLD, OLD))
     save_snapshot(engine)
     assert not old.exists() and young.exists()  # a young one may be a write in progress
+
+
+def test_a_note_symlinked_to_a_file_that_is_no_note_keeps_the_snapshot_usable(
+    tmp_path: Path,
+) -> None:
+    """Its target (a ``.txt``, a file in ``.obsidian/``) is a file of the vault all the same:
+    the snapshot was refused for it, and every start scanned cold."""
+    root = _vault(tmp_path)
+    write(root, "plain.txt", "## t\nplain text\n")
+    (root / "link.md").symlink_to("plain.txt")
+    _age(root)
+    scan_with_snapshot(_engine(root))
+    engine = _engine(root)
+    stats = scan_with_snapshot(engine)
+    assert stats.changed == [] and engine.files["link.md"].target == "plain.txt"
+    assert_same(engine, _fresh(root))
+
+
+@pytest.mark.parametrize(
+    ("target", "ok"),
+    [("plain.txt", True), (".obsidian/x.md", True), ("wiki/a.md", True), ("../x.md", False),
+     ("/etc/passwd", False), ("a//b.md", False), ("", False), ("a\x00.md", False)],
+)  # fmt: skip
+def test_a_recorded_symlink_target_is_any_file_of_the_vault_never_one_out_of_it(
+    target: str, ok: bool
+) -> None:
+    from wikimem_watch.core.snapshot_check import _vault_path
+
+    assert _vault_path(target) is ok

@@ -91,8 +91,15 @@ def check_paths(raw: object, is_note: Callable[[str], bool]) -> list[str]:
     return raw
 
 
+def _vault_path(path: str) -> bool:
+    """A vault-relative path a note symlink may lead to: any file of the vault (a ``.txt``,
+    one in ``.obsidian/``), never one out of it."""
+    parts = path.split("/")
+    return bool(path) and "\x00" not in path and "" not in parts and ".." not in parts
+
+
 def check_file_extra(
-    raw: object, paths: list[str], is_note: Callable[[str], bool]
+    raw: object, paths: list[str]
 ) -> dict[int, tuple[tuple[str, ...], str | None]]:
     """``[[row, warnings, target], …]``, rows ascending: row → (warnings, symlink target)."""
     if not isinstance(raw, list):
@@ -108,7 +115,7 @@ def check_file_extra(
         if not isinstance(warnings, list) or any(not isinstance(w, str) for w in warnings):
             raise _fail(f"file {paths[row]!r}: bad warnings")
         if target is not None and (
-            not isinstance(target, str) or target == paths[row] or not is_note(target)
+            not isinstance(target, str) or target == paths[row] or not _vault_path(target)
         ):
             raise _fail(f"file {paths[row]!r}: bad symlink target")
         out[row] = (tuple(warnings), target)

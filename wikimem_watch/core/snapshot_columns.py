@@ -192,7 +192,7 @@ def load_sections(
     text_hashes = check_text_hash(section("files.hash"), n_files)
     counts = array_of(section("files.entries"), "<i4", n_files, "file entry counts")
     n = check_counts(counts, "file entry counts")
-    extra = check_file_extra(json_of(section("files.extra"), "file warnings"), paths, is_note)
+    extra = check_file_extra(json_of(section("files.extra"), "file warnings"), paths)
     titles = _strings(section, "files.title", n_files, optional=True)
     aliases = _list(section, "files.aliases", n_files, 1, False)
 
