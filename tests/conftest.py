@@ -1,6 +1,12 @@
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,3 +49,36 @@ def write(root: Path, rel: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def engine_for(root: Path, files: dict[str, str]) -> Engine:
+    """A vault of ``files`` (path → text) under ``root``, scanned in-process."""
+    for rel, text in files.items():
+        write(root, rel, text)
+    engine = Engine(load_config(root))
+    engine.scan()
+    return engine
+
+
+@contextlib.contextmanager
+def hanging_up_daemon() -> Iterator[Path]:
+    """A socket whose "daemon" reads one request line and closes without a reply, as one
+    that crashed or was stopped after taking a write may do."""
+    path = Path(tempfile.gettempdir()) / f"wmw-{uuid.uuid4().hex[:10]}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+
+    def take_and_hang_up() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.makefile("rb").readline()
+
+    taker = threading.Thread(target=take_and_hang_up)
+    taker.start()
+    try:
+        yield path
+    finally:
+        taker.join(10)
+        server.close()
+        path.unlink(missing_ok=True)

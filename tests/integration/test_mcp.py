@@ -104,33 +104,12 @@ def test_every_tool_in_process_when_no_daemon_runs(vault: Path) -> None:
 def test_a_write_a_daemon_took_and_dropped_is_not_made_again_in_process(vault: Path) -> None:
     """Only a daemon that cannot be reached hands the call to the in-process path: one that
     read the request and hung up may have made the write."""
-    import socket
-    import tempfile
-    import threading
-    import uuid
-
+    from tests.conftest import hanging_up_daemon
     from wikimem_watch.config import load_config
     from wikimem_watch.errors import DaemonUnavailable
     from wikimem_watch.shells.mcp import Vault
 
-    path = Path(tempfile.gettempdir()) / f"wmw-{uuid.uuid4().hex[:10]}.sock"
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(path))
-    server.listen(1)
-
-    def take_and_hang_up() -> None:
-        conn, _ = server.accept()
-        with conn:
-            conn.makefile("rb").readline()
-
-    taker = threading.Thread(target=take_and_hang_up)
-    taker.start()
-    try:
-        params = {"text": "walked the dog", "date": "2026-01-01", "time": "10:00"}
-        with pytest.raises(DaemonUnavailable, match="may have been made"):
-            Vault(load_config(vault, {"socket": str(path)})).call("append_diary", params)
-    finally:
-        taker.join(10)
-        server.close()
-        path.unlink(missing_ok=True)
+    params = {"text": "walked the dog", "date": "2026-01-01", "time": "10:00"}
+    with hanging_up_daemon() as path, pytest.raises(DaemonUnavailable, match="may have been made"):
+        Vault(load_config(vault, {"socket": str(path)})).call("append_diary", params)
     assert not (vault / "diary" / "2026-01-01.md").exists()

@@ -2,18 +2,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import subprocess
 import sys
-import tempfile
-import threading
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE
+from tests.conftest import EXAMPLE, hanging_up_daemon
 from wikimem_watch.shells.cli import COMMANDS, LOG_LEVELS, build_parser, handler_of, parse_args
 
 
@@ -287,27 +283,11 @@ def test_a_write_the_daemon_took_but_did_not_answer_is_not_made_again(tmp_path: 
     so and does not write it a second time in-process."""
     vault = tmp_path / "v"
     (vault / "diary").mkdir(parents=True)
-    path = Path(tempfile.gettempdir()) / f"wmw-{uuid.uuid4().hex[:10]}.sock"
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(path))
-    server.listen(1)
-
-    def take_and_hang_up() -> None:
-        conn, _ = server.accept()
-        with conn:
-            conn.makefile("rb").readline()
-
-    taker = threading.Thread(target=take_and_hang_up)
-    taker.start()
-    try:
+    with hanging_up_daemon() as path:
         out = cli(
             "write", "diary", "--vault", str(vault), "--socket", str(path), "--date", "2026-01-01",
             "--time", "10:00", "walked the dog",
         )  # fmt: skip
-    finally:
-        taker.join(10)
-        server.close()
-        path.unlink(missing_ok=True)
     assert out.returncode == 2 and "may have been made" in out.stderr
     assert not (vault / "diary" / "2026-01-01.md").exists()
 

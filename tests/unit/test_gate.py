@@ -5,19 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import write
+from tests.conftest import engine_for, write
 from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.retrieval.query import run_query
 from wikimem_watch.retrieval.request import QueryRequest
-
-
-def engine_for(root: Path, files: dict[str, str]) -> Engine:
-    for rel, text in files.items():
-        write(root, rel, text)
-    engine = Engine(load_config(root))
-    engine.scan()
-    return engine
 
 
 def ask(engine: Engine, **fields: object) -> dict[str, object]:

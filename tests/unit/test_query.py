@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE, write
+from tests.conftest import EXAMPLE, engine_for, write
 from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.tokenize import estimate_tokens
@@ -382,14 +382,6 @@ def test_a_bm25_match_waiting_for_its_vector_is_not_put_below_non_matches(
     assert first["explain"]["cosine"] is None  # type: ignore[index]
 
 
-def _engine_over(root: Path, files: dict[str, str]) -> Engine:
-    for rel, text in files.items():
-        write(root, rel, text)
-    engine = Engine(load_config(root))
-    engine.scan()
-    return engine
-
-
 DAY = "## 09:00\nBreakfast alone.\n## 12:00\nWe talked about the budget with Ann.\n## 18:00\nGym.\n"
 
 
@@ -397,7 +389,7 @@ DAY = "## 09:00\nBreakfast alone.\n## 12:00\nWe talked about the budget with Ann
 def test_a_content_free_question_with_an_explicit_window_lists_it(
     tmp_path: Path, window: object
 ) -> None:
-    engine = _engine_over(tmp_path, {"diary/2026-11-21.md": DAY})
+    engine = engine_for(tmp_path, {"diary/2026-11-21.md": DAY})
     result = ask(engine, q="what did we talk about", now="2026-11-22T12:00", time_range=window)
     assert result["listing"] is True
     assert [h["time"] for h in hits(result)] == ["09:00", "12:00", "18:00"]
@@ -406,7 +398,7 @@ def test_a_content_free_question_with_an_explicit_window_lists_it(
 def test_a_content_free_question_about_an_empty_window_searches_nothing_else(
     tmp_path: Path,
 ) -> None:
-    engine = _engine_over(
+    engine = engine_for(
         tmp_path, {"diary/2026-11-21.md": "## 10:00\nNothing much happened, we talked.\n"}
     )
     for q in ("what happened on November 2", "11月2号我们聊了什么"):
@@ -415,7 +407,7 @@ def test_a_content_free_question_about_an_empty_window_searches_nothing_else(
 
 
 def test_listed_entries_bring_their_links_and_explain(tmp_path: Path) -> None:
-    engine = _engine_over(
+    engine = engine_for(
         tmp_path,
         {
             "diary/2026-11-21.md": "## 09:00\nMet [[Ann]] for tea.\n",
@@ -428,7 +420,7 @@ def test_listed_entries_bring_their_links_and_explain(tmp_path: Path) -> None:
 
 
 def test_a_wikimem_file_link_brings_the_notes_best_section(tmp_path: Path) -> None:
-    engine = _engine_over(
+    engine = engine_for(
         tmp_path,
         {
             "diary/2026-11-21.md": "## 09:00\nZorblat kayak plans, see [[file:trips]].\n",
@@ -442,7 +434,7 @@ def test_a_wikimem_file_link_brings_the_notes_best_section(tmp_path: Path) -> No
 def test_a_listing_and_the_hits_after_it_keep_to_the_budget_with_their_context(
     tmp_path: Path,
 ) -> None:
-    engine = _engine_over(
+    engine = engine_for(
         tmp_path,
         {
             "diary/2026-11-21.md": "## 09:00\nQuiet morning at home, a long novel by the window.\n",
@@ -456,7 +448,7 @@ def test_a_listing_and_the_hits_after_it_keep_to_the_budget_with_their_context(
 
 
 def test_a_listed_entry_is_not_repeated_as_another_hits_context(tmp_path: Path) -> None:
-    engine = _engine_over(
+    engine = engine_for(
         tmp_path,
         {
             "diary/2026-11-21.md": "## 09:00\nQuiet morning at home.\n",
@@ -470,20 +462,20 @@ def test_a_listed_entry_is_not_repeated_as_another_hits_context(tmp_path: Path) 
 
 @pytest.mark.parametrize(("q", "end"), [("this week", "2026-11-18"), ("今年", "2026-11-18")])
 def test_a_window_is_reported_only_as_far_as_now(tmp_path: Path, q: str, end: str) -> None:
-    engine = _engine_over(tmp_path, {"diary/2026-11-17.md": "## 09:00\nA walk.\n"})
+    engine = engine_for(tmp_path, {"diary/2026-11-17.md": "## 09:00\nA walk.\n"})
     result = ask(engine, q=q, now="2026-11-18T12:00")
     assert result["time_range"]["end"] == end  # type: ignore[index]
 
 
 def test_a_window_wholly_after_now_lists_nothing_of_today(tmp_path: Path) -> None:
-    engine = _engine_over(tmp_path, {"diary/2026-11-22.md": "## 08:00\nBreakfast.\n"})
+    engine = engine_for(tmp_path, {"diary/2026-11-22.md": "## 08:00\nBreakfast.\n"})
     result = ask(engine, q="what is planned for tomorrow", now="2026-11-22T12:00")
     assert not any(h.get("in_window") for h in hits(result))
     assert result["time_range"]["fallback"] == "empty"  # type: ignore[index]
 
 
 def test_a_widened_time_of_day_window_is_whole_days(tmp_path: Path) -> None:
-    engine = _engine_over(
+    engine = engine_for(
         tmp_path,
         {
             "diary/2026-11-21.md": "## 09:00\nA.\n## 23:30\nB.\n",
