@@ -190,6 +190,19 @@ class Client:
         self.close()
 
 
+def call_sent(client: Client, method: str, params: Mapping[str, object]) -> object:
+    """``client.call`` for a request that may write: once it is sent, a lost answer may hide
+    a write made, so the failure says so and is never taken for "no daemon" (which would
+    make the write again in-process)."""
+    try:
+        return client.call(method, params)
+    except DaemonUnavailable as exc:
+        raise DaemonUnavailable(
+            f"{exc.message}; the request was sent and a write may have been made: see "
+            "`wikimem-watch journal` before writing it again"
+        ) from None
+
+
 def connect(config: Config | VaultLocation | None, socket_path: Path | None = None) -> Client:
     """A client for ``socket_path`` or for the vault of ``config`` (see the module docstring
     for the order in which the socket is looked for)."""

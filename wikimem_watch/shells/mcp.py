@@ -17,7 +17,7 @@ import sys
 from ..config import Config
 from ..errors import ConfigError, DaemonUnavailable
 from .access import config_from_args
-from .client import connect
+from .client import call_sent, connect
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,13 +53,7 @@ class Vault:
             return local_answer(self.config, method, params)
         with client:
             self.where = "daemon"
-            try:
-                return client.call(method, params)
-            except DaemonUnavailable as exc:
-                raise DaemonUnavailable(
-                    f"{exc.message}; the request was sent, and a write may have been made: "
-                    "see the journal before writing it again"
-                ) from None
+            return call_sent(client, method, params)
 
 
 def _hit_line(hit: dict[str, Any]) -> str:

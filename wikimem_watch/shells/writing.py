@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ..daemon.protocol import encode_request
 from ..errors import BadRequest, DaemonUnavailable
 from .access import config_from_args, connect_args, daemon_or_none
+from .client import call_sent
 from .output import EXIT_OK, print_json
 
 TYPE_CHECKING = False
@@ -40,13 +41,7 @@ def _write(args: argparse.Namespace, method: str, params: dict[str, object]) -> 
         result = local_answer(config_from_args(args), method, params)
     else:
         with client:
-            try:
-                result = client.call(method, params)
-            except DaemonUnavailable as exc:  # sent: never written again in-process
-                raise DaemonUnavailable(
-                    f"{exc.message}; the write was sent and may have been made: see "
-                    "`wikimem-watch journal` before writing it again"
-                ) from None
+            result = call_sent(client, method, params)
     print_json(result)
     return EXIT_OK
 
