@@ -33,6 +33,7 @@ def listed(
     gate: Gate,
     ranked: list[dict[str, object]],
     terms: list[str],
+    scored: tuple[I64, F64] | None,
 ) -> tuple[list[dict[str, object]], bool]:
     """The window's entries in time order, then the best of ``ranked`` (from other days):
     with their links' context, ``explain`` and the budget as for ranked hits; and whether
@@ -53,7 +54,8 @@ def listed(
     hits = head + rest
     if req.expand_links and head:
         slots = [s for h in head if (s := engine.slot_of(str(h["id"]))) is not None]
-        scored = engine.index.score(terms) if terms else (np.zeros(0, np.int64), np.zeros(0))
+        if scored is None:  # not ranked: only the head's links need the scores
+            scored = engine.index.score(terms) if terms else (np.zeros(0, np.int64), np.zeros(0))
         expand(engine, req, hits, slots, terms, scored)  # the head's; the rest have theirs
     costs = [
         sum(estimate_tokens(f"{x['heading']}\n{x['text']}") for x in [h, *_linked(h)]) for h in hits

@@ -74,16 +74,17 @@ def run_query(
         applied = gate if gate is not None and gate.fallback is None else None
         hits: list[dict[str, object]] = []
         embedding_used = False
+        scored: tuple[I64, F64] | None = None  # the query's BM25 matches, once scored
         # Words that only ask about a window that holds nothing ("what happened on May 2"):
         # searched elsewhere they would match other days by their filler.
         empty_ask = time_only and gate is not None and applied is None
         if not (applied and listing) and not empty_ask:
-            hits, embedding_used = _ranked(engine, req, applied, text, terms, now, vectors)
+            hits, embedding_used, scored = _ranked(engine, req, applied, text, terms, now, vectors)
         if applied and not any(h["in_window"] is True for h in hits):
             # Only time words, or words that match nothing inside the window ("what was my
             # mood on May 2nd"): what the window holds is the answer, in time order; matches
             # from elsewhere may follow it.
-            hits, cut = listed(engine, req, applied, hits, terms)
+            hits, cut = listed(engine, req, applied, hits, terms, scored)
             listing = True
     searchable = bool(terms) or bool(applied and listing)
     note = None if searchable else nothing_searchable(req.q, gate)
@@ -130,8 +131,9 @@ def _ranked(
     terms: list[str],
     now: datetime,
     vectors: VectorSignal | None,
-) -> tuple[list[dict[str, object]], bool]:
-    """Fused ranking; under a window, its diary entries first, then the rest (marked)."""
+) -> tuple[list[dict[str, object]], bool, tuple[I64, F64]]:
+    """Fused ranking; under a window, its diary entries first, then the rest (marked). Also
+    the query's BM25 matches before the filters (link context is chosen by them)."""
     slots, own = engine.index.score(terms)
     scored = (slots, own)  # every match, before the filters: what link context is chosen by
     day, is_wiki, epoch = engine.slot_arrays()
@@ -199,7 +201,7 @@ def _ranked(
     hits = hits[: budget_cut(costs, req.budget_tokens)]
     if req.expand_links:
         expand(engine, req, hits, hit_slots, terms, scored)
-    return hits, embedding_used
+    return hits, embedding_used, scored
 
 
 def _gate_first(engine: Engine, slots: I64, fused: F64, inside: B1, k: int) -> I64:
