@@ -6,8 +6,9 @@ import socket
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,6 +59,30 @@ def engine_for(root: Path, files: dict[str, str]) -> Engine:
     engine = Engine(load_config(root))
     engine.scan()
     return engine
+
+
+def held(
+    monkeypatch: pytest.MonkeyPatch, owner: object, name: str
+) -> tuple[threading.Event, threading.Event]:
+    """Patch ``owner.name`` so that a call waits, before it runs, until ``release`` is set;
+    ``entered`` is set when a call arrives. Returns ``(entered, release)``."""
+    entered, release = threading.Event(), threading.Event()
+    real: Callable[..., Any] = getattr(owner, name)
+
+    def waiting(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        release.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, waiting)
+    return entered, release
+
+
+def hits(result: dict[str, object]) -> list[dict[str, object]]:
+    """The hits of a query result, checked to be a list."""
+    value = result["hits"]
+    assert isinstance(value, list)
+    return value
 
 
 @contextlib.contextmanager

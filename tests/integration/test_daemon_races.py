@@ -15,8 +15,9 @@ import pytest
 from daemon_harness import Rpc, eventually, short_socket_path
 from test_daemon_untrusted import running
 
+from tests.conftest import held
 from wikimem_watch.config import load_config
-from wikimem_watch.core.engine import ApplyStats, Engine
+from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.parse import text_hash
 from wikimem_watch.daemon import scans, vault_writer
 from wikimem_watch.daemon.journal import Journal
@@ -43,15 +44,7 @@ def test_a_write_during_the_start_from_the_snapshot_waits_for_the_restore(
         eventually(lambda: first.status()["state"] == "ready", "the first start is ready")
     assert first.status()["snapshot"]["saved_at"] is not None  # the stop wrote it
 
-    restoring, release = threading.Event(), threading.Event()
-    real_restore = scans.restore_engine
-
-    def slow_restore(*args: Any) -> list[str] | None:
-        restoring.set()
-        release.wait(10)
-        return real_restore(*args)
-
-    monkeypatch.setattr(scans, "restore_engine", slow_restore)
+    restoring, release = held(monkeypatch, scans, "restore_engine")
     daemon = Daemon(config, socket_path=short_socket_path(), force_polling=True)
     replies: list[dict[str, Any]] = []
     with running(daemon, release):
@@ -193,15 +186,7 @@ def test_a_subscription_asked_for_during_an_apply_starts_after_it(
     vault: Path, monkeypatch: pytest.MonkeyPatch, peers: Callable[[], FakePeer]
 ) -> None:
     feed = feed_over(vault)
-    applying, release = threading.Event(), threading.Event()
-    real_apply = feed.engine.apply
-
-    def slow_apply(paths: list[str], stop: object = None) -> ApplyStats:
-        applying.set()
-        release.wait(10)
-        return real_apply(paths, stop)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(feed.engine, "apply", slow_apply)
+    applying, release = held(monkeypatch, feed.engine, "apply")
     applier = threading.Thread(target=feed.apply, args=([edit(vault, "09:00")],))
     applier.start()
     assert applying.wait(10)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from daemon_harness import DaemonProc, eventually, short_socket_path
 
+from tests.conftest import held
 from wikimem_watch.config import load_config
 from wikimem_watch.core import snapshot as snapshot_module
 from wikimem_watch.core.engine import ApplyStats
@@ -140,15 +141,7 @@ def test_status_during_the_first_scan_says_how_many_files_it_reads(
 ) -> None:
     config = load_config(vault, {"snapshot_dir": str(tmp_path / "snap")})
     daemon = Daemon(config, socket_path=short_socket_path(), force_polling=True)
-    reading, release = threading.Event(), threading.Event()
-    real_apply = daemon.engine.apply
-
-    def slow_apply(paths: list[str], stop: object = None) -> ApplyStats:
-        reading.set()
-        release.wait(10)
-        return real_apply(paths, stop)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(daemon.engine, "apply", slow_apply)
+    reading, release = held(monkeypatch, daemon.engine, "apply")
     with running(daemon, release):
         assert reading.wait(10)
         during = daemon.status()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write
+from tests.conftest import held, write
 from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.models import Link
@@ -141,15 +141,7 @@ def test_a_query_never_waits_for_a_file_being_parsed(
     from wikimem_watch.core import prepare as prepare_module
 
     engine = fresh(example_vault)
-    parsing, release = threading.Event(), threading.Event()
-    real_parse = prepare_module.parse_note
-
-    def slow_parse(rel: str, text: str) -> object:
-        parsing.set()
-        release.wait(10)
-        return real_parse(rel, text)
-
-    monkeypatch.setattr(prepare_module, "parse_note", slow_parse)
+    parsing, release = held(monkeypatch, prepare_module, "parse_note")
     write(example_vault, "wiki/new.md", "## Quince\nquince jam\n")
     applier = threading.Thread(target=engine.apply, args=(["wiki/new.md"],))
     applier.start()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import engine_for, write
+from tests.conftest import engine_for, hits, write
 from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.retrieval.query import run_query
@@ -13,14 +13,7 @@ from wikimem_watch.retrieval.request import QueryRequest
 
 
 def ask(engine: Engine, **fields: object) -> dict[str, object]:
-    result = run_query(engine, QueryRequest.from_dict(fields))
-    return result
-
-
-def hits(result: dict[str, object]) -> list[dict[str, object]]:
-    value = result["hits"]
-    assert isinstance(value, list)
-    return value
+    return run_query(engine, QueryRequest.from_dict(fields))
 
 
 DENTIST = {

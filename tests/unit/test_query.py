@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE, engine_for, write
+from tests.conftest import EXAMPLE, engine_for, hits, write
 from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.tokenize import estimate_tokens
@@ -18,12 +18,6 @@ NOW = "2026-11-29T10:00:00"
 def ask(engine: Engine, **fields: object) -> dict[str, object]:
     fields.setdefault("now", NOW)
     return run_query(engine, QueryRequest.from_dict(fields))
-
-
-def hits(result: dict[str, object]) -> list[dict[str, object]]:
-    value = result["hits"]
-    assert isinstance(value, list)
-    return value
 
 
 def test_hot_pot_finds_the_hot_pot_entries(example_engine: Engine) -> None:
