@@ -18,6 +18,7 @@ from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.parse import parse_note
 from wikimem_watch.vectors import cache_groups
+from wikimem_watch.vectors import files as files_mod
 from wikimem_watch.vectors.cache import VectorCache
 from wikimem_watch.vectors.embedders import EmbedError
 from wikimem_watch.vectors.files import KEYS_FILE, atomic_write
@@ -185,7 +186,7 @@ def test_search_is_restricted_to_the_given_hashes_and_cosines_match(tmp_path: Pa
     assert cache.search(query, [], 5) == [] and cache.search(query, None, 0) == []
 
 
-def test_corrupt_keys_line_drops_only_that_segment(tmp_path: Path) -> None:
+def test_corrupt_keys_line_costs_only_its_rows_not_the_segment(tmp_path: Path) -> None:
     emb = CountingEmbedder()
     first, second = vault(5, "a"), vault(5, "b")
     cache = open_cache(tmp_path, emb, MergePolicy(max_segment_fraction=1.0))
@@ -196,16 +197,41 @@ def test_corrupt_keys_line_drops_only_that_segment(tmp_path: Path) -> None:
     (seg_b,) = set(files(tmp_path, "seg-*.keys.jsonl")) - seg_a
     path = tmp_path / seg_b
     lines = path.read_text().splitlines()
-    lines[2] = '{"hash": "broken'
+    row_hashes = [json.loads(line)["hash"] for line in lines[1:]]
+    lines[3] = '{"hash": "broken'  # row 2: it, and row 1 it may have continued, are lost
     path.write_text("\n".join(lines) + "\n")
 
     reloaded = open_cache(tmp_path, emb)
     assert reloaded.state == "ready"
-    assert reloaded.missing({**first, **second}) == list(second)
-    assert any(seg_b in d for d in reloaded.stats()["dropped"])  # type: ignore[attr-defined]
+    assert sorted(reloaded.missing({**first, **second})) == sorted(row_hashes[1:3])
+    assert any("bad key line" in d for d in reloaded.stats()["dropped"])  # type: ignore[attr-defined]
     emb.calls.clear()
     VectorSync(emb, reloaded).sync({**first, **second})
-    assert sorted(emb.calls[0]) == sorted(second.values())  # only the torn part is redone
+    assert sorted(emb.calls[0]) == sorted(second[h] for h in row_hashes[1:3])  # only those
+
+
+def test_read_keys_drops_a_bad_line_with_the_chunks_it_may_belong_to(tmp_path: Path) -> None:
+    header = {"vectors_file": "seg-0000000000000000.npy", "rows": 9, "dim": 4}
+    keys = [
+        {"hash": "a", "chunk": 0},
+        {"hash": "b", "chunk": 0},
+        {"hash": "b", "chunk": 1},
+        "not a key",  # b's third chunk, or a text of its own: b and it are untrusted
+        {"hash": "b", "chunk": 3},  # continues what is not there
+        {"hash": "c", "chunk": 0},
+        {"hash": "c", "chunk": 2},  # a gap: c is untrusted too
+        {"hash": "d", "chunk": 0},
+        {"hash": "d", "chunk": 1},
+    ]
+    path = tmp_path / "seg-0000000000000000.keys.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in [header, *keys]) + "\n")
+    got_header, spans, bad = files_mod.read_keys(path, files_mod.MANIFEST_NPY)
+    assert got_header == header
+    assert spans == [("a", 0, 1), ("d", 7, 2)]
+    assert bad == [1, 2, 3, 4, 5, 6]
+    path.write_text("\n".join(json.dumps(line) for line in [header, *keys[:-1]]) + "\n")
+    with pytest.raises(ValueError, match="9 rows, file has 8 keys"):
+        files_mod.read_keys(path, files_mod.MANIFEST_NPY)
 
 
 @pytest.mark.parametrize("damage", ["truncate_npy", "delete_npy", "drop_key_line", "bad_header"])

@@ -126,7 +126,7 @@ class CacheGroups:
         npy_name = BASE_NPY if name == KEYS_FILE else MANIFEST_NPY
         sig = signature(keys_path, self.cache_dir / npy_of(name))
         try:
-            header, spans = read_keys(keys_path, npy_name)
+            header, spans, bad_keys = read_keys(keys_path, npy_name)
             if any(header.get(k) != v for k, v in self.fingerprint.items()):
                 # Another model's (a synced machine with another embedder): not read again,
                 # nor reported again, until its files change.
@@ -147,13 +147,14 @@ class CacheGroups:
             self._failed[name] = sig
             self._drop(f"{name}: {exc}; its rows are treated as missing")
             return "dropped"
+        good[bad_keys] = False
         complete = bool(good.all())
         if not complete:
             kept = [sp for sp in spans if good[sp[1] : sp[1] + sp[2]].all()]
             self._drop(
                 f"{npy_path.name}: {int((~good).sum())} of {len(good)} rows failed their block "
-                f"checksum or are not finite; {len(spans) - len(kept)} texts are treated as "
-                "missing (re-embedded)"
+                f"checksum, are not finite or have a bad key line; {len(spans) - len(kept)} "
+                "texts are treated as missing (re-embedded)"
             )
             spans = kept
         self._m.commit(spans)

@@ -7,8 +7,9 @@ over its content. The base is the largest such group, and ``vectors.keys.jsonl``
 of its keys file (before issue 15 the base was ``vectors.keys.jsonl`` +
 ``vectors-NNNNNN.npy``, still read).
 Writers are atomic (temp file, fsync, rename; the matrix before the keys file, which is
-the commit point). Readers raise ``ValueError`` naming what is torn; the cache drops that
-group. ``cache.py`` (with ``cache_groups.py`` and ``cache_merges.py``) decides what to load,
+the commit point). Readers raise ``ValueError`` naming what is torn when nothing of a group
+can be trusted (the cache drops that group), and otherwise say which rows cannot be (a bad
+key line, a block whose checksum fails). ``cache.py`` (with ``cache_groups.py`` and ``cache_merges.py``) decides what to load,
 keep and merge.
 
 The header keeps the wikimem library's fields (``vectors_file``, ``model``, ``dim``) and adds
@@ -158,46 +159,68 @@ def write_group(
     return len(prefix) + matrix.nbytes + len(keys) * (1 if copy_keys_to is None else 2)
 
 
-def read_keys(keys_path: Path, npy_name: re.Pattern[str]) -> tuple[dict[str, object], list[Span]]:
-    """Parse one keys file into (header, spans). Raises ValueError saying what is wrong.
+def read_keys(
+    keys_path: Path, npy_name: re.Pattern[str]
+) -> tuple[dict[str, object], list[Span], list[int]]:
+    """Parse one keys file into (header, spans, untrusted rows). Raises ValueError saying
+    what is wrong with the file as a whole: unreadable, its header, or its row count.
 
-    Read a line at a time, keeping the spans only (a million key dicts at once would take
-    ~300 MB that the allocator keeps after they are freed); the first fault found is
-    reported in the order of the checks: unreadable, header, row count, then keys."""
+    A bad key line (not JSON, not a ``{"hash", "chunk"}``, a chunk out of sequence) costs
+    only its own rows: the line's row, the run of chunks just before it (it may have been
+    their continuation) and the continuation chunks after it, until the next chunk 0. Those
+    rows are returned as untrusted; the rest of the group stays (DESIGN §4: the torn part
+    only). Read a line at a time, keeping the spans only (a million key dicts at once would
+    take ~300 MB that the allocator keeps after they are freed)."""
     header: object = None
     spans: list[Span] = []
-    fault: str | None = None
+    bad: list[int] = []
     rows = 0
     try:
         with keys_path.open("rb") as fh:
             first = fh.readline()
-            header = json.loads(first.decode("utf-8")) if first else None
+            try:
+                header = json.loads(first.decode("utf-8")) if first else None
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                header = None
+            orphan = False  # after a bad line: chunks > 0 continue what cannot be trusted
             for row, line in enumerate(fh):
-                key, rows = json.loads(line.decode("utf-8")), row + 1
-                fault = fault or _add_key(spans, key, row)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                rows = row + 1
+                try:
+                    key: object = json.loads(line.decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError):
+                    key = None
+                if _add_key(spans, key, row, orphan):
+                    orphan = False
+                    continue
+                orphan = True
+                bad.append(row)
+                last = spans[-1] if spans else None
+                if last is not None and last[1] + last[2] == row:
+                    spans.pop()
+                    bad.extend(range(last[1], last[1] + last[2]))
+    except OSError as exc:
         raise ValueError(f"unreadable keys file: {exc}") from exc
     if not isinstance(header, dict) or not npy_name.fullmatch(str(header.get("vectors_file"))):
         raise ValueError("bad header line")
     if header.get("rows") != rows or not isinstance(header.get("dim"), int):
         raise ValueError(f"header says {header.get('rows')!r} rows, file has {rows} keys")
-    if fault is not None:
-        raise ValueError(fault)
-    return header, spans
+    return header, spans, sorted(bad)
 
 
-def _add_key(spans: list[Span], key: object, row: int) -> str | None:
-    """Extend ``spans`` by the key of matrix row ``row``; or say what is wrong with it."""
+def _add_key(spans: list[Span], key: object, row: int, orphan: bool) -> bool:
+    """Extend ``spans`` by the key of matrix row ``row``; False when the key is bad or
+    continues a run that is not there (or not trusted: ``orphan``)."""
     h, chunk = (key.get("hash"), key.get("chunk")) if isinstance(key, dict) else (None, None)
-    if not isinstance(h, str) or not isinstance(chunk, int):
-        return f"bad key line {row + 2}"
+    if not isinstance(h, str) or not isinstance(chunk, int) or isinstance(chunk, bool):
+        return False
     if chunk == 0:
         spans.append((h, row, 1))
-    elif spans and spans[-1][0] == h and spans[-1][2] == chunk:
-        spans[-1] = (h, spans[-1][1], chunk + 1)
-    else:
-        return f"chunks of {h!r} are not contiguous at line {row + 2}"
-    return None
+        return True
+    last = spans[-1] if spans else None
+    if orphan or last is None or (last[0], last[1] + last[2], last[2]) != (h, row, chunk):
+        return False
+    spans[-1] = (h, last[1], chunk + 1)
+    return True
 
 
 def signature(*paths: Path) -> tuple[int, ...]:
