@@ -75,7 +75,7 @@ def test_notes_parse_the_same_through_the_fast_scan_and_markdown_it(path: str, t
     assert fast == slow
 
 
-def sections_by_lines(body: str) -> tuple[str | None, list[tuple[str, int, str]]]:
+def sections_by_lines(body: str) -> tuple[str | None, int, list[tuple[str, int, str]]]:
     """The reference for ``_sections``: split into lines, join each section's lines back."""
     lines = body.split("\n")
 
@@ -102,11 +102,12 @@ def sections_by_lines(body: str) -> tuple[str | None, list[tuple[str, int, str]]
     for n, (start, heading) in enumerate(starts):
         end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
         out.append((heading, start + 1, "\n".join(lines[start + heading_lines(start) : end])))
-    return title, out
+    return title, (title_lines[0] if title_lines else 0) + 1, out
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(NOTES, DOCS, st.text(alphabet="#\n a`>-", max_size=60)))
 def test_sections_are_the_slices_a_line_split_gives(body: str) -> None:
-    title, sections = _sections(body, 0)
-    assert (title, [(s.heading, s.line, s.body) for s in sections]) == sections_by_lines(body)
+    title, title_line, sections = _sections(body, 0)
+    got = (title, title_line, [(s.heading, s.line, s.body) for s in sections])
+    assert got == sections_by_lines(body)

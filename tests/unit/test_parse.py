@@ -88,6 +88,24 @@ def test_note_without_sections_is_one_item_named_after_its_title() -> None:
     assert untitled[0].heading == "Idea"
 
 
+def test_a_stub_note_with_only_a_title_is_one_item_named_after_it() -> None:
+    (stub,) = parse_note("notes/Shopping.md", "# Shopping list\n").entries
+    assert (stub.id, stub.heading, stub.text, stub.line) == (
+        "notes/Shopping.md",
+        "Shopping list",
+        "",
+        1,
+    )
+    (tagged,) = parse_note("notes/S.md", "---\ntags: [todo]\n---\n\n# Later\n").entries
+    assert (tagged.heading, tagged.tags, tagged.line) == ("Later", ("todo",), 5)
+    (front,) = parse_note("notes/S.md", "---\ntitle: From front matter\n---\n").entries
+    assert front.heading == "From front matter"
+    # Nothing written at all, or a day file with only its date: nothing to find.
+    assert parse_note("notes/Empty.md", "").entries == ()
+    assert parse_note("notes/Empty.md", "\n  \n").entries == ()
+    assert parse_note("diary/2026-11-03.md", "# 2026-11-03\n").entries == ()
+
+
 def test_front_matter_is_metadata_not_text() -> None:
     text = (
         "---\ntags: [books, 2026]\naliases: Books\ntitle: Reading\n---\n"

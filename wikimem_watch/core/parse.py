@@ -194,20 +194,22 @@ def strip_meta(body: str, take: Callable[[str], bool]) -> str:
     return "".join(out)
 
 
-def _sections(body: str, line_offset: int) -> tuple[str | None, list[_Section]]:
-    """Split the body into (title, sections). Section 0 may be the headingless preamble.
+def _sections(body: str, line_offset: int) -> tuple[str | None, int, list[_Section]]:
+    """Split the body into (title, its line, sections). Section 0 may be the headingless
+    preamble.
 
     A section's text is a slice of ``body`` (from the line after its heading to the line
     before the next one), not a join of its lines: notes are mostly short sections.
     """
     title: str | None = None
+    title_line = 1 + line_offset
     title_lines: tuple[int, ...] = ()
     starts: list[tuple[int, str, int]] = []
     for line, level, text, offset in heading_spans(body):
         if level == 2:
             starts.append((line, text, offset))
         elif level == 1 and not starts and title is None:
-            title = text
+            title, title_line = text, line + 1 + line_offset
             underline = _setext(body, offset)  # a setext title: its lines to the underline
             last = body.count("\n", 0, underline) if underline >= 0 else line
             title_lines = tuple(range(line, last + 1))
@@ -232,7 +234,7 @@ def _sections(body: str, line_offset: int) -> tuple[str | None, list[_Section]]:
         else:
             text = body[eol + 1 :]
         sections.append(_Section(heading, line + 1 + line_offset, text))
-    return title, sections
+    return title, title_line, sections
 
 
 def _without_code(text: str) -> str:
@@ -290,10 +292,15 @@ def _parse(path: str, text: str) -> ParsedNote:
     if day is None and "diary" in path and PurePosixPath(path).parts[:1] == ("diary",):
         warnings.append("diary file name is not a valid YYYY-MM-DD date; indexed as a note")
     kind: Kind = "diary" if day else "wiki"
-    title_md, sections = _sections(body, fm_lines)
-    title = _scalar(front.get("title")) or title_md or PurePosixPath(path).stem
+    title_md, title_line, sections = _sections(body, fm_lines)
+    title_fm = _scalar(front.get("title"))
+    title = title_fm or title_md or PurePosixPath(path).stem
     note_tags = tuple(dict.fromkeys(_str_list(front.get("tags"))))
     aliases = _str_list(front.get("aliases"))
+    if not sections and kind == "wiki" and (title_md or title_fm or note_tags or aliases):
+        # A stub: a title (or only front matter) and nothing under it. Still one item,
+        # named after its title, so it can be found and linked to, as an empty "## x" is.
+        sections = [_Section("", title_line if title_md else 1, "")]
     entries: list[Entry] = []
     seen: dict[str, int] = {}
     for sec in sections:
@@ -325,8 +332,8 @@ def _entry(
 
     raw = strip_meta(sec.body, _take_meta) if "<!--" in sec.body else sec.body
     visible = (_BLANK_LINES.sub("\n\n", raw) if "\n\n\n" in raw else raw).strip()
-    if not visible and not sec.heading:
-        return None
+    if not visible and not sec.heading and sec.body:
+        return None  # a preamble of only comments or blank lines (a stub's section is "")
     heading = sec.heading
     time = None
     if kind == "diary":
