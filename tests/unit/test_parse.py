@@ -106,6 +106,28 @@ def test_a_stub_note_with_only_a_title_is_one_item_named_after_it() -> None:
     assert parse_note("diary/2026-11-03.md", "# 2026-11-03\n").entries == ()
 
 
+def test_a_front_matter_date_is_the_time_of_items_that_give_none() -> None:
+    text = (
+        "---\ndate: 2024-01-05\n---\n## a\nA.\n\n## b\nB.\n"
+        "<!-- wikimem: ts=2025-03-01T08:00:00+00:00 -->\n"
+    )
+    a, b = parse_note("notes/n.md", text).entries
+    assert (a.ts, b.ts) == ("2024-01-05", "2025-03-01T08:00:00+00:00")  # the item's own wins
+    (t,) = parse_note("notes/n.md", "---\ndate: 2024-01-05 10:30:00\n---\nText.\n").entries
+    assert t.ts == "2024-01-05T10:30:00"
+    (d,) = parse_note("diary/2026-11-03.md", "---\ndate: 2024-01-05\n---\n## 08:00\nX.\n").entries
+    assert d.ts is None and d.date == "2026-11-03"  # a day's date is its file name's
+    odd = parse_note("notes/n.md", "---\ndate: someday\n---\nText.\n")
+    assert odd.entries[0].ts is None and "date='someday'" in odd.warnings[0]
+
+
+def test_an_impossible_date_in_front_matter_skips_the_front_matter_not_the_note() -> None:
+    for value in ["2024-13-45", "2024-02-30 25:00:00"]:
+        parsed = parse_note("notes/n.md", f"---\ndate: {value}\ntags: [x]\n---\n## a\nBody.\n")
+        assert [(e.heading, e.text) for e in parsed.entries] == [("a", "Body.")]
+        assert "front matter is not valid YAML" in parsed.warnings[0]
+
+
 def test_front_matter_is_metadata_not_text() -> None:
     text = (
         "---\ntags: [books, 2026]\naliases: Books\ntitle: Reading\n---\n"

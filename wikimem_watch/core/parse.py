@@ -123,7 +123,8 @@ def _split_front_matter(text: str) -> tuple[dict[str, object], int, list[str]]:
 
     try:
         data = yaml.safe_load(raw)
-    except (yaml.YAMLError, RecursionError) as exc:
+    except (yaml.YAMLError, RecursionError, ValueError, OverflowError) as exc:
+        # ValueError: a timestamp YAML reads as one but no calendar has ("2024-13-45").
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return {}, lines, [f"front matter is not valid YAML: {first}"]
     if data is None:
@@ -152,6 +153,19 @@ def _scalar(value: object) -> str | None:
     YAML anchors a few hundred bytes can stand for a structure whose ``str()`` is gigabytes."""
     if isinstance(value, _SCALARS) and not isinstance(value, bool):
         return str(value)
+    return None
+
+
+def _front_ts(value: object, warnings: list[str]) -> str | None:
+    """A front-matter ``date`` as an ISO-8601 time, or None (with a warning when it is not
+    one). YAML gives a date or datetime for most spellings, a string for the rest."""
+    if value is None:
+        return None
+    if isinstance(value, date):  # datetime is a date too
+        return value.isoformat()
+    if isinstance(value, str) and _valid_iso(value.strip()):
+        return value.strip()
+    warnings.append(f"front matter date={str(value)[:40]!r} is not an ISO-8601 date; ignored")
     return None
 
 
@@ -297,6 +311,9 @@ def _parse(path: str, text: str) -> ParsedNote:
     title = title_fm or title_md or PurePosixPath(path).stem
     note_tags = tuple(dict.fromkeys(_str_list(front.get("tags"))))
     aliases = _str_list(front.get("aliases"))
+    # A note's own date (Obsidian's `date:`): the time of its items that give none, for the
+    # recency decay. A diary day's date is its file name's.
+    front_ts = _front_ts(front.get("date"), warnings) if kind == "wiki" else None
     if not sections and kind == "wiki" and (title_md or title_fm or note_tags or aliases):
         # A stub: a title (or only front matter) and nothing under it. Still one item,
         # named after its title, so it can be found and linked to, as an empty "## x" is.
@@ -304,7 +321,7 @@ def _parse(path: str, text: str) -> ParsedNote:
     entries: list[Entry] = []
     seen: dict[str, int] = {}
     for sec in sections:
-        entry = _entry(path, kind, day, title, sec, note_tags, aliases, seen, warnings)
+        entry = _entry(path, kind, day, title, sec, note_tags, aliases, front_ts, seen, warnings)
         if entry is not None:
             entries.append(entry)
     return ParsedNote(path, tuple(entries), tuple(warnings))
@@ -318,6 +335,7 @@ def _entry(
     sec: _Section,
     note_tags: tuple[str, ...],
     aliases: tuple[str, ...],
+    front_ts: str | None,
     seen: dict[str, int],
     warnings: list[str],
 ) -> Entry | None:
@@ -359,6 +377,7 @@ def _entry(
     if ts is not None and not _valid_iso(ts):
         warnings.append(f"line {sec.line}: metadata ts={ts!r} is not ISO-8601; ignored")
         ts = None
+    ts = ts or front_ts
     # Unique in the note: the second "A" is "#A~2", and a heading written "A~2" is not.
     base = f"{path}#{heading}" if heading else path
     n = seen.get(base, 0) + 1
