@@ -98,6 +98,18 @@ MONTH_IN = bounded(
 MONTH_REL = bounded(rf"(?P<w>last|this)\s+(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}")
 # Lower-case these are ordinary words ("I may go", "we march on", "august company").
 AMBIGUOUS_MONTHS = frozenset({"may", "march", "mar", "august"})
+# Lower-case "march 10" or "may 3" after a subject or a modal, or before a unit, is a verb and a
+# count: "we march 10 miles", "they may 3 times", "soldiers march 20 km".
+VERB_BEFORE = LazyPattern(
+    r"(?<![a-z'’])(?:i|we|you|they|he|she|it|to|will|would|can|could|should|must|might|shall|"
+    r"may|and|then|soldiers|troops)\s+$",
+    re.I,
+)
+UNIT_AFTER = LazyPattern(
+    r"\s*(?:miles?|km|kms|kilomet(?:er|re)s?|met(?:er|re)s?|m\b|steps?|laps?|times?|minutes?|"
+    r"mins?|hours?|hrs?|days?|weeks?|blocks?|kg|kilos?|pounds?|lbs?|feet|foot|ft|yards?|reps?|"
+    r"sets?|percent|%)(?![a-z])"
+)
 # "since May said", "a friend of June told me": a month name followed by such a verb is a
 # person.
 NAME_VERB_AFTER = LazyPattern(

@@ -176,6 +176,8 @@ def absolute(m: re.Match[str], today: date) -> Days | None:
     """2023-05-08, 2023年5月3日, 5月3日, May 3 (2023), 3 May, August 2023, 2021年, in 2021."""
     g = m.groupdict()
     if g.get("atom"):
+        if _counts_a_march(m):
+            return None
         year, month, day = parse_atom(g["atom"])
     else:
         year = int(g["y"])
@@ -185,6 +187,19 @@ def absolute(m: re.Match[str], today: date) -> Days | None:
     if day is None:
         return month_days(year or 0, month)
     return one_day(date(year, month, day) if year else recent(today, month, day), g.get("tod"))
+
+
+def _counts_a_march(m: re.Match[str]) -> bool:
+    """ "we march 10 miles", "I may 3 times": a lower-case month word that is a verb."""
+    atom = m["atom"]
+    word = atom.split(None, 1)[0].rstrip(".,")
+    if word not in en.AMBIGUOUS_MONTHS:  # capitalised, another month, or a day first
+        return False
+    start = m.start("atom")
+    return bool(
+        en.VERB_BEFORE.search(m.string[max(0, start - 12) : start])
+        or en.UNIT_AFTER.match(m.string, m.end("atom"))
+    )
 
 
 def date_range(m: re.Match[str], today: date) -> Days | None:
