@@ -9,8 +9,8 @@ of its keys file (before issue 15 the base was ``vectors.keys.jsonl`` +
 Writers are atomic (temp file, fsync, rename; the matrix before the keys file, which is
 the commit point). Readers raise ``ValueError`` naming what is torn when nothing of a group
 can be trusted (the cache drops that group), and otherwise say which rows cannot be (a bad
-key line, a block whose checksum fails). ``cache.py`` (with ``cache_groups.py`` and ``cache_merges.py``) decides what to load,
-keep and merge.
+key line, a block whose checksum fails). ``cache.py`` (with ``cache_groups.py`` and
+``cache_merges.py``) decides what to load, keep and merge.
 
 The header keeps the wikimem library's fields (``vectors_file``, ``model``, ``dim``) and adds
 ``rows``, a whole-file ``sha256`` and, since format 2, ``block_sha256``: one checksum per
