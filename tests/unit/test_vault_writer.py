@@ -10,7 +10,7 @@ import pytest
 
 from wikimem_watch.core import edit
 from wikimem_watch.daemon import writes
-from wikimem_watch.daemon.vault_writer import VaultWriter
+from wikimem_watch.daemon.vault_writer import MAX_REAPPLY, VaultWriter
 from wikimem_watch.errors import NotFound
 
 PEOPLE = "# p\n\n## Ann\n\nold\n\n## Bob\n\nb\n"
@@ -62,6 +62,27 @@ def test_a_persons_fix_to_a_fresh_diary_entry_is_not_a_lost_write(tmp_path: Path
     day.write_text("# 2026-01-01\n\n## 08:00\n\nbreakfast\n", encoding="utf-8")  # reverted
     writer.sweep()
     assert day.read_text(encoding="utf-8").count("## 10:00") == 1  # re-applied once
+
+
+def test_a_write_saves_keep_overwriting_is_given_up_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No daemon can stop an editor that saves blindly; after MAX_REAPPLY re-applies the
+    save stands, and the log says so once instead of losing the write in silence."""
+    note = wiki(tmp_path, PEOPLE)
+    writer = VaultWriter(tmp_path)
+    writer.upsert_wiki("p", "Ann", "new")
+    for _ in range(MAX_REAPPLY):
+        note.write_text(PEOPLE, encoding="utf-8")  # a blind save of the old text
+        writer.sweep()
+        assert "\nnew\n" in note.read_text(encoding="utf-8")  # re-applied
+    assert "given" not in caplog.text and "not re-applying" not in caplog.text
+    note.write_text(PEOPLE, encoding="utf-8")
+    writer.sweep()
+    writer.sweep()
+    assert note.read_text(encoding="utf-8") == PEOPLE  # the save stands
+    gave_up = [r for r in caplog.records if "not re-applying" in r.getMessage()]
+    assert len(gave_up) == 1 and "item 'Ann'" in gave_up[0].getMessage()
 
 
 def test_deleting_from_a_vault_with_no_wiki_folder_makes_none(tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ class _Op:
     run: Callable[[], tuple[dict[str, object], str | None, str]]
     state: Callable[[str | None], object]
     journal: Callable[[str | None], None]
+    what: str  # for the log: "the entry at 10:00", "item 'milk'"
 
 
 @dataclass(slots=True)
@@ -119,6 +120,7 @@ class VaultWriter:
             # the entry's words keeps it, and must not read as the entry lost).
             lambda t: 0 if t is None else edit.count_time(t, hhmm),
             lambda detail: self.journal.diary(day, hhmm, owner, source, detail),
+            f"the entry at {hhmm}",
         )
         return self._perform(op)
 
@@ -152,7 +154,8 @@ class VaultWriter:
             action = "add" if created and created[0] else "update"
             self.journal.wiki(action, slug, item, owner, source, detail)
 
-        return self._perform(_Op(rel, run, lambda t: edit.item_state(t, item), note))
+        op = _Op(rel, run, lambda t: edit.item_state(t, item), note, f"item {item!r}")
+        return self._perform(op)
 
     def delete_wiki(self, file: object, name: object) -> dict[str, object]:
         """Remove item ``name``'s section from ``wiki/<file>.md`` (NotFound when absent)."""
@@ -163,6 +166,7 @@ class VaultWriter:
             lambda: self._delete(rel, item),
             lambda t: edit.item_state(t, item),
             lambda detail: self.journal.wiki("remove", slug, item, None, None, detail),
+            f"the removal of item {item!r}",
         )
         return self._perform(op)
 
@@ -366,11 +370,19 @@ class VaultWriter:
                 if state.recent and self._changed(rel, state):
                     current = _read_text(self.root / rel)
                     current = None if current is None else edit.normalize(current)
+                    given_up: list[_Recent] = []
                     for r in state.recent:
-                        found = r.op.state(current)
-                        if found == r.before and r.redone < MAX_REAPPLY:
-                            redo.append(r)
-                    state.recent = [r for r in state.recent if r not in redo]
+                        if r.op.state(current) == r.before:
+                            (redo if r.redone < MAX_REAPPLY else given_up).append(r)
+                    for r in given_up:  # said once: a save that keeps overwriting it wins
+                        log.warning(
+                            "%s: saves overwrote %s %d times; not re-applying it again "
+                            "(the saved version stands)",
+                            rel,
+                            r.op.what,
+                            r.redone + 1,
+                        )
+                    state.recent = [r for r in state.recent if r not in redo and r not in given_up]
             for r in redo:
                 log.warning(
                     "%s: a save overwrote a write made %.1fs before; re-applying it",
