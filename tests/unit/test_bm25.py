@@ -296,3 +296,37 @@ def test_the_base_keeps_term_frequencies_in_the_narrowest_type_that_holds_them(
     keyed.upsert("b", ["tea"] * 299)
     docs["b"] = ["tea"] * 299
     assert_same(scores_by_key(keyed, ["tea", "cake"]), naive_bm25(docs, ["tea", "cake"]))
+
+
+def test_one_cjk_character_is_scored_as_the_character_in_every_bigram_that_holds_it() -> None:
+    """A sentence is indexed as bigrams, so "猫" in "我的猫生病了" is only in "的猫" and "猫生";
+    the query "猫" must find it, scored as the character (its count, the documents that
+    hold it) would be if each character were a term of its own."""
+    from wikimem_watch.core.tokenize import tokenize
+
+    texts = {
+        "sick": "今天我的猫生病了",  # inside a run: 的猫, 猫生
+        "zoo": "动物园里有熊猫和小猫头鹰",  # twice inside: 熊猫 猫和, 小猫 猫头
+        "alone": "a 猫 b",  # a lone character: a term of its own
+        "car": "我买了一辆新车",
+        "none": "下雨了",
+    }
+    docs = {key: tokenize(text) for key, text in texts.items()}
+    index = Keyed()
+    for key, tokens in docs.items():
+        index.upsert(key, tokens)
+    # The reference: textbook BM25 with the character's own count and the documents' lengths.
+    lengths = {k: len(t) for k, t in docs.items()}
+    n, avgdl = len(docs), sum(lengths.values()) / len(docs)
+    holding = [k for k in texts if "猫" in texts[k]]
+    idf = math.log(1 + (n - len(holding) + 0.5) / (len(holding) + 0.5))
+    want = {}
+    for key in holding:
+        tf = texts[key].count("猫")
+        want[key] = idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * lengths[key] / avgdl))
+    assert_same(scores_by_key(index, ["猫"]), want)
+    assert set(scores_by_key(index, ["车"])) == {"car"}
+    assert index.index.matched_terms(index.docs["sick"][0], ["猫", "下雨"]) == ["猫"]
+    index.remove("zoo")  # a tombstone: the union must not count it
+    assert set(scores_by_key(index, ["猫"])) == {"sick", "alone"}
+    assert index.index.score(["狗"])[0].size == 0

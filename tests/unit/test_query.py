@@ -478,3 +478,25 @@ def test_a_widened_time_of_day_window_is_whole_days(tmp_path: Path) -> None:
     )
     gate = ask(engine, q="this morning", now="2026-11-22T09:00")["time_range"]
     assert gate["widened_days"] and gate["start_time"] is None  # type: ignore[index]
+
+
+def test_a_one_character_chinese_or_korean_word_finds_the_sentence_it_is_in(
+    tmp_path: Path,
+) -> None:
+    """猫, 车, 밥 are words of their own, but a sentence is indexed as bigrams: the query is
+    scored as the character wherever it stands, and says which word matched."""
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-03-02.md": "# 2026-03-02\n\n## 09:00\n\n今天我的猫生病了，带它去看医生。\n",
+            "diary/2026-03-03.md": (
+                "# 2026-03-03\n\n## 18:00\n\n我买了一辆新车。\n\n## 19:00\n\n밥을 먹었다\n"
+            ),
+            "wiki/pets.md": "## 狗\n\n邻居家的狗很乖。\n",
+        },
+    )
+    for q, where in [("猫", "2026-03-02"), ("车", "2026-03-03"), ("밥", "2026-03-03")]:
+        got = hits(ask(engine, q=q))
+        assert [h["path"] for h in got] == [f"diary/{where}.md"], q
+        assert got[0]["matched_terms"] == [q]
+    assert hits(ask(engine, q="鱼")) == []

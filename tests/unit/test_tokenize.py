@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from wikimem_watch.core.tokenize import Tokenizer, estimate_tokens, tokenize
 
 
@@ -34,3 +38,53 @@ def test_mixed_script_text() -> None:
 def test_estimate_tokens_counts_cjk_per_character() -> None:
     assert estimate_tokens("火锅火锅") == 4
     assert estimate_tokens("abcdefgh") == 2
+
+
+@pytest.mark.parametrize(
+    ("written", "typed"),
+    [
+        ("Łódź", "Lodz"),
+        ("København", "Kobenhavn"),
+        ("Đakovo", "Dakovo"),
+        ("kısa ılık", "KISA ILIK"),
+        ("Hauptstraße", "Hauptstrasse"),
+        ("Bahnhofstrasse", "Bahnhofstraße"),
+        ("Æble", "aeble"),
+    ],
+)
+def test_letters_no_decomposition_reaches_fold_as_people_type_them(
+    written: str, typed: str
+) -> None:
+    assert tokenize(written) == tokenize(typed) != []
+
+
+@pytest.mark.parametrize(
+    ("pasted", "typed"),
+    [
+        ("soft\u00adware", "software"),  # a soft hyphen
+        ("land\u200blord", "landlord"),  # a zero-width space
+        ("ho\u2060tel", "hotel"),  # a word joiner
+        ("火\u200b锅", "火锅"),
+        ("\ufeffcoffee", "coffee"),
+    ],
+)
+def test_invisible_characters_do_not_cut_a_word(pasted: str, typed: str) -> None:
+    assert tokenize(pasted) == tokenize(typed)
+
+
+def test_a_curly_apostrophe_is_the_straight_one() -> None:
+    assert tokenize("O’Brien") == tokenize("O'Brien") == ["o'brien"]
+    assert tokenize("I won’t go, I’m tired") == tokenize("I won't go, I'm tired") == ["go", "tire"]
+
+
+def test_with_jieba_a_word_inside_a_compound_is_found(tmp_path: Path) -> None:
+    """jieba keeps compounds whole ("北京大学图书馆"); the search mode adds their words, so
+    "大学" and "图书馆" find the note, as bigrams do."""
+    pytest.importorskip("jieba")
+    from wikimem_watch.config import load_config
+    from wikimem_watch.core.facts import make_tokenizer
+
+    words = make_tokenizer(load_config(tmp_path, {"jieba": True}))
+    note = set(words("我在北京大学图书馆看书，晚上吃了重庆火锅"))
+    for query in ["大学", "图书馆", "火锅", "北京大学图书馆"]:
+        assert set(words(query)) & note, query

@@ -88,6 +88,7 @@ class Bm25Index(Bm25Queries):
         self._dirty_terms: set[int] = set()
         self._total_len = 0
         self.forgotten = 0  # terms dropped at df 0 (their ids are never given again)
+        self._char_terms: dict[str, tuple[int, list[int]]] = {}  # bm25_query._char_term_ids
         # A cold build's postings, not yet in the base (its terms' df are 0 until then).
         self._bulk: BulkPostings | None = None
 

@@ -3,11 +3,19 @@
 A mixin of :class:`~wikimem_watch.core.bm25.Bm25Index`, which owns the postings and the
 statistics; nothing here changes them (a cold build's postings are laid out first, as any
 read does: ``_settled``).
+
+A query term that is one East-Asian character ("猫", "车", "밥") is scored as that character,
+not as a term of its own: the text indexes CJK, kana and Hangul runs as bigrams, so a
+character inside a sentence exists only inside them ("的猫", "猫生"). Its postings are the
+union of the postings of every one- and two-character term that holds it, its tf the
+character's count (read from the bigrams it starts and ends), its df the documents of the
+union (ADR-0002, addendum). Nothing more is indexed for it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -18,6 +26,19 @@ import numpy.typing as npt
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
+
+# One character of a script the tokenizer cuts into bigrams (tokenize._CJK, _KANA, _HANGUL).
+_EAST_CHAR = re.compile(
+    "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+    "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"
+)
+CHAR_CACHE_SIZE = 4096  # characters whose terms are remembered (ids only grow: extended)
+
+
+def _is_char(term: str) -> bool:
+    """A query term that is one East-Asian character (scored as the character, above)."""
+    return len(term) == 1 and _EAST_CHAR.match(term) is not None
 
 
 class Bm25Queries:
@@ -40,6 +61,7 @@ class Bm25Queries:
     _base_len: I32
     _base_slots: I32
     _base_tfs: npt.NDArray[np.integer]
+    _char_terms: dict[str, tuple[int, list[int]]]
 
     if TYPE_CHECKING:
 
@@ -54,21 +76,17 @@ class Bm25Queries:
 
     def score(self, terms: Iterable[str]) -> tuple[I64, F64]:
         """(slots, scores) of every document matching at least one of ``terms`` (deduplicated)."""
-        tids = [
-            t for t in dict.fromkeys(self._term_id.get(term) for term in terms) if t is not None
-        ]
-        if not tids or not self._live:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         self._settled()
+        if not self._live:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        found = [got for term in dict.fromkeys(terms) if (got := self._query_postings(term))]
+        if not found:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         n = self._live
         avgdl = self.avg_doc_len or 1.0
         k1, b = self.k1, self.b
         scores = np.zeros(self._slots, dtype=np.float64)
-        for tid in tids:
-            df = self._df[tid]
-            if df == 0:
-                continue
-            slots, tf_ints = self.postings(tid)
+        for slots, tf_ints, df in found:
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)), in place: two
             # arrays the size of the postings instead of six (a common term's are MBs), the
@@ -88,6 +106,57 @@ class Bm25Queries:
             scores[~self._alive[: len(scores)]] = 0.0
         hit = np.flatnonzero(scores > 0.0)
         return hit.astype(np.int64), scores[hit]
+
+    def _query_postings(
+        self, term: str
+    ) -> tuple[npt.NDArray[np.integer], npt.NDArray[np.number], int] | None:
+        """(slots, tfs, df) a query term is scored by, or None when no document holds it.
+        The caller has settled the index (a cold build's df are 0 until then)."""
+        if _is_char(term):
+            return self._char_postings(term)
+        tid = self._term_id.get(term)
+        if tid is None or self._df[tid] == 0:
+            return None
+        slots, tfs = self.postings(tid)
+        return slots, tfs, self._df[tid]
+
+    def _char_postings(self, char: str) -> tuple[I32, F64, int] | None:
+        """One East-Asian character as a term: the union of the postings of the terms that
+        hold it (sorted slots), its count in each document, and the live documents.
+
+        A character inside a run starts one bigram and ends another, so its count is the
+        larger of the two sums (a lone character, a term of its own, counts in both): exact
+        unless, in one document, it both begins a run and ends one (then one short a time)."""
+        parts = []
+        for tid in self._char_term_ids(char):
+            if self._df[tid]:
+                slots, counts = self.postings(tid)
+                term = self._terms[tid]
+                parts.append((slots, counts, term[0] == char, term[-1] == char))
+        if not parts:
+            return None
+        held, at = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+        sums = [
+            np.bincount(at, weights=np.concatenate([p[1] * p[side] for p in parts]))
+            for side in (2, 3)  # as the first character of its terms, as the last
+        ]
+        tfs: F64 = np.maximum(sums[0], sums[1]).astype(np.float64)
+        live = held[self._alive[held]] if self._dead else held
+        return (held.astype(np.int32), tfs, int(live.size)) if live.size else None
+
+    def _char_term_ids(self, char: str) -> list[int]:
+        """Ids of the one- and two-character terms holding ``char``. Term ids are never
+        given again (a dropped term's name becomes ""), so a remembered list is extended by
+        the terms added since, never rebuilt."""
+        done, ids = self._char_terms.get(char, (0, []))
+        terms = self._terms
+        if done < len(terms):
+            more = [i for i, t in enumerate(terms[done:], done) if char in t and len(t) <= 2]
+            if len(self._char_terms) >= CHAR_CACHE_SIZE:
+                self._char_terms.clear()
+            ids = ids + more
+            self._char_terms[char] = (len(terms), ids)
+        return ids
 
     def information(self, terms: Iterable[str]) -> float:
         """The sum of the idf of the distinct ``terms`` the index holds: how much a text with
@@ -115,11 +184,11 @@ class Bm25Queries:
         rows = np.asarray(want, dtype=np.int64)
         out: list[list[str]] = [[] for _ in want]
         for term in dict.fromkeys(terms):
-            tid = self._term_id.get(term)
-            if tid is None or self._df[tid] == 0 or not rows.size:
+            got = self._query_postings(term) if rows.size else None
+            if got is None:
                 continue
-            held, _ = self.postings(tid)
-            if tid in self._unsorted:
+            held = got[0]  # a character's union is sorted; a term's postings may not be
+            if self._term_id.get(term, -1) in self._unsorted and not _is_char(term):
                 found = np.isin(rows, held)
             else:
                 at = np.minimum(np.searchsorted(held, rows), max(held.size - 1, 0))

@@ -29,7 +29,7 @@ def make_tokenizer(config: Config) -> Tokenizer:
             import jieba  # optional [zh] extra
 
             jieba.setLogLevel(logging.WARNING)
-            segmenter = jieba.lcut
+            segmenter = jieba.lcut_for_search
         except ImportError:
             log.warning(
                 "jieba is not installed (pip install 'wikimem-watch[zh]', in a clone "

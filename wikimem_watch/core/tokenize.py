@@ -52,14 +52,41 @@ STOP_WORDS = frozenset(
 )
 
 
+# Letters with a stroke or of their own that no decomposition takes to a plain letter, as
+# people type them on a keyboard without them: "Łódź" is found by "lodz", "kısa" by "kisa".
+_PLAIN_LETTERS = str.maketrans(
+    {"ł": "l", "ø": "o", "đ": "d", "ð": "d", "ı": "i", "ħ": "h", "ŧ": "t", "ŀ": "l",
+     "æ": "ae", "œ": "oe", "þ": "th"}
+)  # fmt: skip
+# Characters that are no part of the text people read: a soft hyphen, zero-width spaces and
+# joiners, bidi marks, the word joiner, a byte-order mark. NFKC keeps them, and inside a
+# word ("soft\xadware", pasted from a web page) they cut it in two.
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+# Apostrophes as keyboards type them ("don’t", "O’Brien"; U+02BC in Ukrainian): one form.
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+
+
 def _fold(word: str) -> str:
-    """Lower-case and strip accents: "Café" → "cafe". NFKC already unified width forms."""
+    """Lower-case and strip accents: "Café" → "cafe", "Straße" → "strasse", "Łódź" → "lodz".
+    NFKC already unified width forms."""
     word = word.lower()
     if word.isascii():
         return word
-    decomposed = unicodedata.normalize("NFD", word)
+    decomposed = unicodedata.normalize("NFD", word.casefold())
     stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return unicodedata.normalize("NFC", stripped)
+    return unicodedata.normalize("NFC", stripped).translate(_PLAIN_LETTERS)
+
+
+def _plain(text: str) -> str:
+    """Non-ASCII text in the one form both a note and a query are cut from: no invisible
+    characters (first, so an accent they stood before still composes), NFKC, one apostrophe."""
+    if _INVISIBLE.search(text):
+        text = _INVISIBLE.sub("", text)
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    if "\u2019" in text or "\u02bc" in text:
+        text = text.translate(_APOSTROPHES)
+    return text
 
 
 _STEMMER = Stemmer.Stemmer("english")
@@ -92,7 +119,8 @@ class Tokenizer:
     """Configured tokenizer: ``tokenize(text) -> list[str]``.
 
     ``stop_words`` drops English function words; ``stem`` applies Snowball English stemming;
-    ``segmenter`` (e.g. jieba's ``lcut``) replaces CJK bigrams with dictionary words.
+    ``segmenter`` (e.g. jieba's ``lcut_for_search``: a compound and its words) replaces CJK
+    bigrams with dictionary words.
 
     Text is cut into pieces with one fast regex, and each distinct short piece is turned
     into its terms once (folding, stop words, stemming, bigrams) and remembered: on a real
@@ -115,8 +143,8 @@ class Tokenizer:
         return self.tokenize(text)
 
     def tokenize(self, text: str) -> list[str]:
-        if not unicodedata.is_normalized("NFKC", text):
-            text = unicodedata.normalize("NFKC", text)
+        if not text.isascii():
+            text = _plain(text)
         pieces = _PIECE.findall(text)
         terms = list(map(self._pieces.get, pieces))
         if None in terms:
