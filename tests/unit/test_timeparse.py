@@ -616,6 +616,30 @@ def test_preposition_belongs_to_the_span() -> None:
     assert found is not None and found.matched == "on May 3"
 
 
+@pytest.mark.parametrize(
+    ("text", "matched", "rest"),
+    [
+        ("在5月4日我们聊了什么", "在5月4日", "我们聊了什么"),  # 在 is "on": the phrase's
+        ("我曾经在5月4日这天分享了", "在5月4日这天", "我曾经 分享了"),  # "on that day"
+        ("于2023年5月3日", "于2023年5月3日", ""),
+        ("现在5月了", "5月", "现在 了"),  # the 在 of 现在 (now) is a word's
+        ("5月4日这天气真好", "5月4日", "这天气真好"),  # 天气 (weather) is not 这天
+        ("昨天在公园", "昨天", "在公园"),
+    ],
+)
+def test_a_chinese_time_phrase_takes_its_preposition_and_that_day(
+    text: str, matched: str, rest: str
+) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None and (found.matched, found.rest) == (matched, rest)
+
+
+def test_the_rest_is_not_glued_into_words_the_text_never_had() -> None:
+    """Cutting "5月" out of "买了5月的票" must not make 了的 a bigram of the question."""
+    found = parse_time_range("买了5月的票", now=FRI)
+    assert found is not None and found.rest == "买了 的票"
+
+
 def test_rest_is_the_input_without_the_span() -> None:
     text = "去年夏天在杭州吃的那家面馆"
     found = parse_time_range(text, now=FRI)

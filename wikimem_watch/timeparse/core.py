@@ -126,6 +126,15 @@ def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
     return ("since", first, e) if zh_since else ("plain", b, e)
 
 
+def _phrase(text: str, b: int, e: int, one_day: bool) -> tuple[int, int]:
+    """The span with the Chinese words that make the expression a phrase ("在", "这天")."""
+    if b and zh.ON_BEFORE.search(text, max(0, b - 2), b):
+        b -= 1
+    if one_day and (after := zh.THAT_DAY_AFTER.match(text, e)):
+        e = after.end()
+    return b, e
+
+
 def _rank(m: re.Match[str]) -> tuple[int, int]:
     return m.start(), -m.end()
 
@@ -273,6 +282,9 @@ def parse_time_range(
     if hit is None:
         return None
     b, e, (start, end, start_time, end_time) = hit
-    rest = text[:b] + text[e:]
+    b, e = _phrase(text, b, e, start == end)
+    # Not glued: "我在5月4日这天分享" leaves 我 and 分享, not a bigram the text never had.
+    glue = b == 0 or e == len(text) or text[b - 1].isspace() or text[e].isspace()
+    rest = text[:b] + ("" if glue else " ") + text[e:]
     return TimeWindow(start, end, start_time, end_time, text[b:e], (b, e), rest,
                       is_time_only(rest))  # fmt: skip

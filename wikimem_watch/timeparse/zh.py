@@ -42,6 +42,11 @@ SINCE_BEFORE, FROM_BEFORE = LazyPattern(r"自从$"), LazyPattern(r"(?:从|自)$"
 SINCE_AFTER = LazyPattern(r"以来|至今|到现在|到如今|到目前为止|到目前|到今天为止")
 ON_AFTER = LazyPattern(r"开始|起(?![床来身码初先])")
 LATER_AFTER = LazyPattern(r"以后|之后")
+# The words that make a time expression a phrase, as "on" does in "on May 3": 在/于 before it
+# (not the 在 of 现在, 正在, 存在…), 这天/那天/当天 after a day ("在5月4日这天", "on that day").
+# They belong to its span, so the words BM25 scores are the question's own.
+ON_BEFORE = LazyPattern(r"(?<![现正存实好所自])[在于]$")
+THAT_DAY_AFTER = LazyPattern(r"(?:这|那|当)一?天(?![气空然才生下])")
 OPEN_AFTER = LazyPattern(r"以后|之后|之前|以前|前后|左右")
 # 大约三天前, 3、4天前, 两三天前: approximate, no window (as 三天前左右). The second form
 # only before an expression that starts with a number.
