@@ -30,6 +30,7 @@ from ..vectors.texts import embedding_texts
 from .bm25 import Bm25Index
 from .engine_vectors import EngineVectors
 from .facts import entry_epoch_days, indexed_text
+from .links import EngineLinks, LinkMap
 from .names import Names, add_names, name_keys, remove_names
 from .prepare import FilePreparer, FileRecord, Prepared
 from .reads import EngineReads, EntriesView
@@ -64,7 +65,7 @@ class ApplyStats:
     stopped: bool = False  # ``stop`` ended the apply before its last file
 
 
-class Engine(EngineReads, EngineVectors):
+class Engine(EngineReads, EngineLinks, EngineVectors):
     """A live index over one vault. Thread-safe: appliers take ``apply_lock`` and, for the
     swap only, the ``lock`` that queries read under."""
 
@@ -85,6 +86,7 @@ class Engine(EngineReads, EngineVectors):
         self._links_to: dict[str, set[str]] = {}  # note → symlinks in the vault leading to it
         self.days: dict[str, array[int]] = {}  # date → its diary slots, by (time, line)
         self._names: Names | None = {}  # None until first needed after a restore
+        self._links: tuple[int, LinkMap] | None = None  # links.py, per generation
         self.generation = 0
         self.stat_refreshes = 0  # file stats renewed without a change (snapshot staleness)
         self.last_change_at: float | None = None

@@ -361,16 +361,20 @@ def _entry(
     # Each pattern below needs a character the text may well not hold: test for it first.
     links: tuple[Link, ...] = ()
     indexed = visible
-    if "[[" in visible:
+    # Links and tags are read from prose only: `[[x]]` in code is an example, not a link.
+    prose = visible
+    if ("[[" in visible or "#" in visible) and ("`" in visible or "~~~" in visible):
+        prose = _without_code(visible)
+    if "[[" in prose:
         links = tuple(
             link
-            for m in _LINK.finditer(visible)
+            for m in _LINK.finditer(prose)
             if (link := parse_link(m.group("inner"), bool(m.group("embed")))) is not None
         )
+    if "[[" in visible:
         indexed = _LINK.sub(_link_text, visible)
     tags = note_tags
     if "#" in visible:
-        prose = _without_code(visible) if "`" in visible or "~~~" in visible else visible
         inline_tags = tuple(dict.fromkeys(m.group("tag") for m in _TAG.finditer(prose)))
         tags = tuple(dict.fromkeys(note_tags + inline_tags))
     ts = meta.get("ts")

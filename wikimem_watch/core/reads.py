@@ -20,8 +20,8 @@ import numpy.typing as npt
 
 from ..errors import NotFound
 from .bm25 import Bm25Index
-from .models import Entry, Link
-from .names import Names, add_names, name_keys, paths_named
+from .models import Entry
+from .names import Names
 from .store import EntryStore, as_rows
 from .tokenize import Tokenizer
 from .vector_keys import VectorKeys
@@ -152,87 +152,6 @@ class EngineReads:
     def slots_of_keys(self, keys: Iterable[str]) -> npt.NDArray[np.int64]:
         """Index slots of the live entries whose vector key is in ``keys``."""
         return self.vector_keys.slots_of(keys)
-
-    # ------------------------------------------------------------------ names, links
-
-    @property
-    def names(self) -> Names:
-        """Note name → path(s), built on first use after a restore."""
-        with self.lock:
-            if self._names is None:
-                names: Names = {}
-                for rel, record in self.files.items():
-                    first = record.slots[0] if record.slots else None
-                    title = self.store.title[first] if first is not None else None
-                    aliases = self.store.aliases[first] if first is not None else ()
-                    add_names(names, rel, name_keys(rel, title, aliases))
-                self._names = names
-            return self._names
-
-    def resolve_slots(self, link: Link) -> list[int]:
-        """The slots a link points at (a section, or the whole note); [] when unresolvable."""
-        with self.lock:
-            note = self._resolve_note(link.target)
-            heading = link.heading
-            if note is None and link.style == "wikimem" and link.target == "file" and heading:
-                note, heading = self._resolve_note(heading), None  # [[file:note]] form
-            if note is None:
-                return []
-            slots = list(self.files[note].slots)
-            if heading:
-                want = heading.strip().lower()
-                slots = [
-                    s for s in slots if (self.store.heading.get(s) or "").strip().lower() == want
-                ]
-            return slots
-
-    def resolve(self, link: Link) -> list[Entry]:
-        """The entries a link points at (a section, or the whole note); [] when unresolvable."""
-        with self.lock:
-            return [self.store.entry(s) for s in self.resolve_slots(link)]
-
-    def _resolve_note(self, target: str) -> str | None:
-        key = target.strip().lower().removesuffix(".md")
-        names = self.names
-        for candidate in (key, key + ".md"):
-            paths = paths_named(names, candidate)
-            if paths:
-                return min(paths, key=lambda p: (p.count("/"), p))
-        return None
-
-    def backlinks(self, rel: str) -> list[tuple[Entry, Link]]:
-        with self.lock:
-            if rel not in self.files:
-                raise NotFound(f"no indexed note at {rel!r} (paths are vault-relative)")
-            out = []
-            for slot in self.store.linked_slots().tolist():
-                for link in self.store.links_of(slot):
-                    if any(self.store.path[t] == rel for t in self.resolve_slots(link)):
-                        out.append((self.store.entry(slot), link))
-            return sorted(out, key=lambda x: (x[0].path, x[0].line))
-
-    def unresolved_links(self) -> list[dict[str, object]]:
-        """Links to notes that resolve to nothing, by path and line (attachments such as
-        ``![[x.png]]`` are not links to notes and are left out)."""
-        with self.lock:
-            found = []
-            resolves: dict[Link, bool] = {}
-            for slot in self.store.linked_slots().tolist():
-                for link in self.store.links_of(slot):
-                    if link.attachment:
-                        continue
-                    if link not in resolves:
-                        resolves[link] = bool(self.resolve_slots(link))
-                    if not resolves[link]:
-                        found.append(
-                            {
-                                "id": self.store.entry_id(slot),
-                                "path": self.store.path[slot],
-                                "line": int(self.store.line[slot]),
-                                "target": link.target,
-                            }
-                        )
-        return sorted(found, key=lambda u: (str(u["path"]), int(str(u["line"]))))
 
     # ------------------------------------------------------------------ notes, days
 

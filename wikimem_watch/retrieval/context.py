@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.engine import Engine
-from ..core.models import Entry
+from ..core.models import Entry, Link
 from ..core.tokenize import estimate_tokens
 from .fusion import budget_cut
 from .gate import Gate, passes_slot, window_entries
@@ -68,6 +68,9 @@ def _linked(hit: dict[str, object]) -> list[dict[str, object]]:
     return value if isinstance(value, list) else []
 
 
+MAX_LINKED = 5  # context entries a hit brings at most; a hub note links to hundreds
+
+
 def expand(
     engine: Engine,
     req: QueryRequest,
@@ -78,25 +81,32 @@ def expand(
 ) -> None:
     """Attach to each hit, as ``linked``, the entries its links point at (one hop).
 
-    A link to a section brings that section; a link to a whole note brings the note's best
-    section for the query (its first when none matches). An entry already shown as a hit or
-    as another hit's context is not repeated. Context never takes a hit's place in ``k``, and
-    under ``budget_tokens`` it is added only while the budget has room.
+    A link to a section brings that section; a link to a whole note (or to a heading the
+    note lacks) brings the note's best section for the query (its first when none matches).
+    A hit brings at most ``MAX_LINKED``, those that match the query best first, then in link
+    order, and says how many more it had (``linked_more``). An entry already shown as a hit
+    or as another hit's context is not repeated. Context never takes a hit's place in ``k``,
+    and under ``budget_tokens`` it is added only while the budget has room.
     """
     seen = {str(h["id"]) for h in hits}
     budget = req.budget_tokens
     used = sum(estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits)
     for hit, slot in zip(hits, hit_slots, strict=False):
-        linked: list[dict[str, object]] = []
-        for link in engine.store.links_of(slot):
+        candidates: list[tuple[float, int, int, Link]] = []
+        for n, link in enumerate(engine.store.links_of(slot)):
             targets = [t for t in engine.resolve_slots(link) if passes_slot(req, engine, t)]
-            if not targets:
-                continue
-            section = link.heading and not (link.style == "wikimem" and link.target == "file")
-            best_slot = targets[0] if section else _best_for(targets, scored)
+            if targets:
+                best_slot, score = _best_for(targets, scored)
+                candidates.append((-score, n, best_slot, link))
+        linked: list[dict[str, object]] = []
+        more = 0
+        for _, _, best_slot, link in sorted(candidates, key=lambda c: (c[0], c[1])):
             best = engine.slot_entry(best_slot)
             cost = estimate_tokens(f"{best.heading}\n{best.text}")
             if best.id in seen or (budget is not None and used + cost > budget):
+                continue
+            if len(linked) == MAX_LINKED:
+                more += 1
                 continue
             seen.add(best.id)
             used += cost
@@ -107,17 +117,26 @@ def expand(
             linked.append(context)
         if linked:
             hit["linked"] = linked
+        if more:
+            hit["linked_more"] = more
 
 
-def _best_for(targets: list[int], scored: tuple[I64, F64]) -> int:
-    """Of a linked note's entries (slots), the one BM25 scored best for the query (the first
-    when none matches); ``scored`` is the query's (slots, scores), slots ascending."""
+def _best_for(targets: list[int], scored: tuple[I64, F64]) -> tuple[int, float]:
+    """Of a link's entries (slots), the one BM25 scored best for the query (the first when
+    none matches), and its score; ``scored`` is the query's (slots, scores), slots
+    ascending."""
     slots, raw = scored
     best, best_score = targets[0], 0.0
-    if not slots.size:
-        return best
+    if len(targets) == 1 or not slots.size:
+        return best, _score_of(targets[0], scored) if slots.size else 0.0
     for slot in targets:
-        at = int(np.searchsorted(slots, slot))
-        if at < slots.size and slots[at] == slot and raw[at] > best_score:
-            best, best_score = slot, float(raw[at])
-    return best
+        score = _score_of(slot, scored)
+        if score > best_score:
+            best, best_score = slot, score
+    return best, best_score
+
+
+def _score_of(slot: int, scored: tuple[I64, F64]) -> float:
+    slots, raw = scored
+    at = int(np.searchsorted(slots, slot))
+    return float(raw[at]) if at < slots.size and slots[at] == slot else 0.0

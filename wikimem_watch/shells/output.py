@@ -131,6 +131,8 @@ def print_result(result: dict[str, object], as_json: bool) -> int:
         _print_hit(hit, "")
         for context in hit.get("linked", []):
             _print_hit(context, "  ↳ ")
+        if hit.get("linked_more"):
+            print(f"  ↳ (and {hit['linked_more']} more linked)")
     if result.get("cut"):
         print(f"(first {len(hits)} of {gate['entries'] if isinstance(gate, dict) else '?'})")
     return EXIT_OK

@@ -1,0 +1,95 @@
+"""Where a link leads (``core/links.py``): which note, which section, and back, as Obsidian
+resolves them where the two could differ."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import engine_for, hits, write
+from wikimem_watch.core.models import Link
+from wikimem_watch.retrieval.context import MAX_LINKED
+from wikimem_watch.retrieval.query import run_query
+from wikimem_watch.retrieval.request import QueryRequest
+
+
+def paths(engine: object, link: Link) -> set[str]:
+    return {e.path for e in engine.resolve(link)}  # type: ignore[attr-defined]
+
+
+def test_a_file_name_wins_over_a_title_or_an_alias(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "projects/Ideas.md": "## one\n\nx\n",
+            "inbox.md": "# Ideas\n\n## later\n\ny\n",  # its title is "Ideas"
+            "people/Ann.md": "## Work\n\nengineer\n",
+            "Meeting.md": "---\naliases: [Ann]\n---\n## notes\n\nz\n",
+            "wiki/people.md": "## Ann\n\nsails\n",
+            "Contacts.md": "# People\n\n## phone\n\n123\n",
+            "Projects/people.md": "## Ann\n\nanother Ann\n",
+        },
+    )
+    assert paths(engine, Link("Ideas")) == {"projects/Ideas.md"}
+    assert paths(engine, Link("Ann", "Work")) == {"people/Ann.md"}
+    assert paths(engine, Link("people", "Ann", style="wikimem")) == {"wiki/people.md"}
+    assert paths(engine, Link("file", "people", style="wikimem")) == {"wiki/people.md"}
+    assert paths(engine, Link("inbox")) == {"inbox.md"}  # its own name still works
+    assert paths(engine, Link("./people/Ann")) == paths(engine, Link("/people/Ann"))
+    assert paths(engine, Link("/people/Ann")) == {"people/Ann.md"}
+    assert [e.path for e, _ in engine.backlinks("projects/Ideas.md")] == []
+
+
+def test_a_heading_is_matched_as_obsidian_writes_it_into_a_link(tmp_path: Path) -> None:
+    day = "# 2026-11-07\n\n## 10:30\n\ncoffee\n\n## 12:00\n\nlunch\n"
+    ann = "# Ann\n\n## Work\n\nengineer\n\n### Hobbies\n\nsailing ^sail1\n\n## Q&A: FAQ\n\nask\n"
+    engine = engine_for(tmp_path, {"diary/2026-11-07.md": day, "Ann.md": ann})
+
+    def heading(link: Link) -> list[str]:
+        return [e.heading for e in engine.resolve(link)]
+
+    assert heading(Link("2026-11-07", "10 30")) == ["10:30"]  # Obsidian drops the ":"
+    assert heading(Link("2026-11-07", "10:30")) == ["10:30"]
+    assert heading(Link("Ann", "hobbies")) == ["Work"]  # a ### heading: its section
+    assert heading(Link("Ann", "^sail1")) == ["Work"]  # a block id
+    assert heading(Link("Ann", "Work#Hobbies")) == ["Work"]
+    assert heading(Link("Ann", "Q&A FAQ")) == ["Q&A: FAQ"]
+    assert heading(Link("Ann", "work  ")) == ["Work"]
+    # A heading the note lacks leads to the note, not nowhere; so does a link to an empty one.
+    assert heading(Link("Ann", "Typo")) == ["Work", "Q&A: FAQ"]
+    write(tmp_path, "empty.md", "")
+    write(tmp_path, "src.md", "[[Ann#Typo]] [[empty]] [[Nobody]]\n")
+    engine.apply(["empty.md", "src.md"])
+    assert [u["target"] for u in engine.unresolved_links()] == ["Nobody"]
+    assert [e.path for e, _ in engine.backlinks("Ann.md")] == ["src.md"]
+    assert [e.path for e, _ in engine.backlinks("empty.md")] == ["src.md"]
+
+
+def test_backlinks_follow_edits(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, {"Ann.md": "## Work\n\nx\n", "a.md": "see [[Ann]]\n"})
+    assert [e.path for e, _ in engine.backlinks("Ann.md")] == ["a.md"]
+    write(tmp_path, "b.md", "also [[Ann#Work]]\n")
+    write(tmp_path, "a.md", "no link now\n")
+    engine.apply(["a.md", "b.md"])
+    assert [e.path for e, _ in engine.backlinks("Ann.md")] == ["b.md"]
+
+
+def test_a_link_in_code_is_an_example_not_a_link(tmp_path: Path) -> None:
+    text = "Write `[[Ann]]` to link.\n\n```\n[[Nobody]]\n```\n\nSee [[Bob]].\n"
+    engine = engine_for(tmp_path, {"Ann.md": "x\n", "Bob.md": "y\n", "how.md": text})
+    assert engine.backlinks("Ann.md") == []
+    assert [e.path for e, _ in engine.backlinks("Bob.md")] == ["how.md"]
+    assert engine.unresolved_links() == []
+
+
+def test_a_hub_note_brings_a_few_linked_entries_the_best_first(tmp_path: Path) -> None:
+    notes = {f"n{i:02}.md": f"## n{i}\n\nplain note {i}\n" for i in range(12)}
+    notes["n07.md"] = "## n7\n\nthe zebra note\n"
+    notes["hub.md"] = "## hub\n\nzebra index: " + " ".join(f"[[n{i:02}]]" for i in range(12))
+    engine = engine_for(tmp_path, notes)
+    result = run_query(engine, QueryRequest(q="zebra index", k=1))
+    (hub,) = hits(result)
+    linked = hub["linked"]
+    assert isinstance(linked, list) and len(linked) == MAX_LINKED
+    assert linked[0]["path"] == "n07.md"  # matches the query: first
+    assert [c["path"] for c in linked[1:]] == ["n00.md", "n01.md", "n02.md", "n03.md"]
+    assert hub["linked_more"] == 12 - MAX_LINKED

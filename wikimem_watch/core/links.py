@@ -1,0 +1,189 @@
+"""Where a link leads: the note a ``[[name]]`` names, the sections a ``#heading`` names in
+it, and the reverse (backlinks), resolved as Obsidian does where the two can differ.
+
+A mixin of :class:`~wikimem_watch.core.engine.Engine` (read under its lock). The rules:
+
+- **Which note.** A name is looked up in the name table (path, path without ``.md``, file
+  name, title, aliases). Several notes may answer; a note whose *path or file name* is the
+  name wins over one whose title or alias is (Obsidian resolves a link by file name;
+  aliases only help to write one), then for a wikimem link (``[[people:Ann]]``) a note under
+  ``wiki/``, then the shallowest path, then the first in order. ``./x`` and ``/x`` are ``x``;
+  Unicode is compared in NFC (macOS file names are NFD).
+- **Which section.** Headings are compared as Obsidian writes them into a link: without
+  ``: # | ^ [ ] %``, case and runs of spaces ignored, so ``[[2026-11-07#10 30]]`` (what
+  Obsidian's autocomplete makes of ``## 10:30``) finds the entry. A ``###`` heading or a
+  block id (``#^id``) inside a section names that section; ``A#B`` is B under A. A heading
+  the note lacks still leads to the note: the link is not broken, its target moved.
+- **Backlinks** and the unresolved links come from one map, built once per index generation
+  (each distinct link resolved once): each call used to resolve every link of the vault
+  under the lock.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+
+from ..errors import NotFound
+from .models import Entry, Link
+from .names import Names, add_names, name_keys, paths_named
+from .store import EntryStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .engine import FileRecord
+
+# What Obsidian leaves out of a heading when it writes a link to it.
+_LINK_UNSAFE = re.compile(r"[:#|^\[\]%]+")
+_DEEPER_HEADING = re.compile(r"^ {0,3}#{3,6}[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+def heading_key(text: str) -> str:
+    """A heading as links compare it (``## 10:30`` and ``#10 30`` alike)."""
+    return " ".join(_LINK_UNSAFE.sub(" ", unicodedata.normalize("NFC", text)).split()).lower()
+
+
+def name_key(target: str) -> str:
+    """A link target as the name table is keyed: lower case, NFC, no ``./`` or ``/`` first."""
+    key = unicodedata.normalize("NFC", target.strip()).lower()
+    while key.startswith(("./", "/")):
+        key = key[2:] if key.startswith("./") else key[1:]
+    return key
+
+
+LinkMap = tuple[dict[str, list[tuple[int, "Link"]]], list[tuple[int, "Link"]]]
+
+
+class EngineLinks:
+    """Link reads over the engine's state (declared here for the type checker)."""
+
+    lock: threading.RLock
+    store: EntryStore
+    files: dict[str, FileRecord]
+    generation: int
+    _names: Names | None
+    _links: tuple[int, LinkMap] | None
+
+    @property
+    def names(self) -> Names:
+        """Note name → path(s), built on first use after a restore."""
+        with self.lock:
+            if self._names is None:
+                names: Names = {}
+                for rel, record in self.files.items():
+                    first = record.slots[0] if record.slots else None
+                    title = self.store.title[first] if first is not None else None
+                    aliases = self.store.aliases[first] if first is not None else ()
+                    add_names(names, rel, name_keys(rel, title, aliases))
+                self._names = names
+            return self._names
+
+    def resolve_note(self, link: Link) -> str | None:
+        """The indexed note ``link`` leads to, or None (an empty note is still a note)."""
+        with self.lock:
+            wiki = link.style == "wikimem"
+            note = self._note_named(link.target, wiki)
+            if note is None and wiki and link.target == "file" and link.heading:
+                note = self._note_named(link.heading, wiki)  # [[file:note]]
+            return note
+
+    def resolve_slots(self, link: Link) -> list[int]:
+        """The slots a link points at: its section, else the whole note; [] when the note
+        is not there."""
+        with self.lock:
+            note = self.resolve_note(link)
+            if note is None:
+                return []
+            slots = list(self.files[note].slots)
+            whole_note = link.style == "wikimem" and link.target == "file"
+            if not link.heading or whole_note or not slots:
+                return slots
+            return self._section(slots, link.heading) or slots
+
+    def resolve(self, link: Link) -> list[Entry]:
+        """The entries a link points at (a section, or the whole note); [] when unresolvable."""
+        with self.lock:
+            return [self.store.entry(s) for s in self.resolve_slots(link)]
+
+    def _note_named(self, target: str, wiki: bool) -> str | None:
+        key = name_key(target).removesuffix(".md")
+        names = self.names
+        for candidate in (key, key + ".md"):
+            paths = paths_named(names, candidate)
+            if paths:
+                return min(paths, key=lambda p: _rank(p, key, wiki))
+        return None
+
+    def _section(self, slots: list[int], heading: str) -> list[int]:
+        """The slots of ``heading`` among a note's sections ([] when it has none such)."""
+        heading_of = self.store.heading.get
+        parts = [p for p in heading.split("#") if p.strip()] or [heading]
+        for part in reversed(parts):  # [[Note#A#B]]: B, under A
+            want = heading_key(part)
+            found = [s for s in slots if heading_key(heading_of(s) or "") == want]
+            if found:
+                return found
+            for slot in slots:  # a ### heading, or a block id, inside a section
+                text = self.store.text.get(slot) or ""
+                if part.startswith("^"):
+                    if re.search(rf"(?<!\S)\^{re.escape(part[1:].strip())}[ \t]*$", text, re.M):
+                        return [slot]
+                elif "#" in text and any(
+                    heading_key(m) == want for m in _DEEPER_HEADING.findall(text)
+                ):
+                    return [slot]
+        return []
+
+    def backlinks(self, rel: str) -> list[tuple[Entry, Link]]:
+        """The entries with a link that leads to note ``rel``, by path and line."""
+        with self.lock:
+            if rel not in self.files:
+                raise NotFound(f"no indexed note at {rel!r} (paths are vault-relative)")
+            found = [(self.store.entry(s), link) for s, link in self._link_map()[0].get(rel, [])]
+            return sorted(found, key=lambda x: (x[0].path, x[0].line))
+
+    def unresolved_links(self) -> list[dict[str, object]]:
+        """Links to notes that are not there, by path and line (attachments such as
+        ``![[x.png]]`` are not links to notes and are left out)."""
+        with self.lock:
+            found: list[dict[str, object]] = [
+                {
+                    "id": self.store.entry_id(slot),
+                    "path": self.store.path[slot],
+                    "line": int(self.store.line[slot]),
+                    "target": link.target,
+                }
+                for slot, link in self._link_map()[1]
+            ]
+        return sorted(found, key=lambda u: (str(u["path"]), int(str(u["line"]))))
+
+    def _link_map(self) -> LinkMap:
+        """(note → the links that lead to it, the links that lead nowhere), each link as
+        (slot, link); resolved once per index generation (each distinct link once)."""
+        if self._links is not None and self._links[0] == self.generation:
+            return self._links[1]
+        by_note: dict[str, list[tuple[int, Link]]] = {}
+        nowhere: list[tuple[int, Link]] = []
+        leads: dict[Link, str | None] = {}
+        for slot in self.store.linked_slots().tolist():
+            for link in self.store.links_of(slot):
+                if link.attachment:
+                    continue
+                if link not in leads:
+                    leads[link] = self.resolve_note(link)
+                note = leads[link]
+                if note is None:
+                    nowhere.append((slot, link))
+                else:
+                    by_note.setdefault(note, []).append((slot, link))
+        self._links = (self.generation, (by_note, nowhere))
+        return by_note, nowhere
+
+
+def _rank(path: str, key: str, wiki: bool) -> tuple[int, int, int, str]:
+    """How well ``path`` answers to name ``key``: by path or file name before by title or
+    alias; for a wikimem link a note under wiki/ first; then the shallowest."""
+    base = unicodedata.normalize("NFC", path.removesuffix(".md")).lower()
+    how = 0 if base == key else 1 if base.rsplit("/", 1)[-1] == key else 2
+    return (how, 0 if wiki and path.startswith("wiki/") else 1, path.count("/"), path)
