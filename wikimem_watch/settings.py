@@ -293,9 +293,13 @@ def _endpoint(choice: object, endpoints: Mapping[str, Endpoint]) -> Endpoint | N
     )
 
 
-def _apply_endpoint(values: dict[str, object], endpoints: Mapping[str, Endpoint]) -> None:
-    """Resolve ``embed_endpoint`` (a name or URL the user allowed) into url/model/key env.
-    A vault's unknown pick was dropped already; an unknown one from the user is an error."""
+def _apply_endpoint(
+    values: dict[str, object], endpoints: Mapping[str, Endpoint], above: set[str]
+) -> None:
+    """Resolve ``embed_endpoint`` (a name or URL the user allowed) into embed, url, model and
+    key env, each unless a source above the one that picked the endpoint set it (``above``):
+    ``--embed none`` beats a vault's pick. A vault's unknown pick was dropped already; an
+    unknown one from the user is an error."""
     choice = values.get("embed_endpoint")
     if choice is None:
         return
@@ -305,9 +309,12 @@ def _apply_endpoint(values: dict[str, object], endpoints: Mapping[str, Endpoint]
         raise ConfigError(
             f"embed_endpoint {choice!r} is not one of the user's [endpoints] ({allowed})"
         )
-    values.update(embed="http", embed_url=found.url, embed_api_key_env=found.api_key_env)
+    if "embed" in above and values.get("embed") != "http":
+        return  # the endpoint is switched off by a source that outranks its pick
+    picked = {"embed": "http", "embed_url": found.url, "embed_api_key_env": found.api_key_env}
     if found.model is not None:
-        values["embed_model"] = found.model
+        picked["embed_model"] = found.model
+    values.update({k: v for k, v in picked.items() if k not in above})
 
 
 def resolve_settings(
@@ -357,9 +364,11 @@ def resolve_settings(
             f"{vault_file}: embed_endpoint {picked!r} is not one of the user's [endpoints] "
             f"({allowed}); ignored"
         )
-    values = {**user, **from_vault, **env, **flags}  # the last wins
+    layers = [user, from_vault, env, flags]
+    values = {k: v for layer in layers for k, v in layer.items()}  # the last wins
     if "embed_url" not in env and "embed_url" not in flags:  # an explicit URL beats a pick
-        _apply_endpoint(values, endpoints)
+        picked_in = max((i for i, lay in enumerate(layers) if "embed_endpoint" in lay), default=0)
+        _apply_endpoint(values, endpoints, {k for lay in layers[picked_in + 1 :] for k in lay})
     recalled = None
     if (
         remembered is not None

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLE, hanging_up_daemon
-from wikimem_watch.shells.cli import COMMANDS, LOG_LEVELS, build_parser, handler_of, parse_args
+from wikimem_watch.shells.cli import (
+    COMMANDS,
+    LOG_LEVELS,
+    build_parser,
+    handler_of,
+    main,
+    parse_args,
+)
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -310,3 +317,12 @@ def test_a_diary_write_is_filed_in_the_commands_own_time_zone(
         monkeypatch.undo()
         time.tzset()
     assert got == {"date": "2026-01-02", "time": "13:30", "ts": "2026-01-01T23:30:00+00:00"}
+
+
+def test_a_note_that_is_not_there_is_no_result_not_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 1, as an empty answer: a script can tell it from a daemon that does not answer."""
+    (tmp_path / "a.md").write_text("## x\n\ny\n", encoding="utf-8")
+    assert main(["note", "--vault", str(tmp_path), "--in-process", "nope"]) == 1
+    assert "nope" in capsys.readouterr().err

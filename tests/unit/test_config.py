@@ -340,3 +340,19 @@ def test_locate_refuses_what_load_config_refuses_with_the_same_message(
     assert by_locate.value.message == by_config.value.message
     with pytest.raises(ConfigError, match="not a directory"):
         locate(tmp_path / "missing")
+
+
+def test_the_users_flags_and_env_outrank_an_endpoint_the_vault_picked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A vault's pick is the vault's layer: ``--embed none`` (or the env) switches it off,
+    and an ``--embed-model`` or key variable given above it is kept."""
+    user_file('[endpoints.home]\nurl = "http://127.0.0.1:8080/v1"\nmodel = "e5"\n')
+    vault_file(tmp_path, 'embed_endpoint = "home"\n')
+    assert load_config(tmp_path, {"embed": "none"}).embed == "none"
+    monkeypatch.setenv("WIKIMEM_WATCH_EMBED", "hash")
+    assert load_config(tmp_path).embed == "hash"
+    monkeypatch.delenv("WIKIMEM_WATCH_EMBED")
+    config = load_config(tmp_path, {"embed_model": "mine", "embed_api_key_env": "MY_KEY"})
+    assert (config.embed, config.embed_url) == ("http", "http://127.0.0.1:8080/v1")
+    assert (config.embed_model, config.embed_api_key_env) == ("mine", "MY_KEY")

@@ -1,7 +1,8 @@
 """The command line: a thin argparse shell over the engine and the daemon's socket.
 
-Exit codes: 0 ok, 1 no result (or ``check`` found differences), 2 usage, configuration or an
-unreachable daemon. Errors print ``wikimem-watch: <message>`` on stderr, never a traceback.
+Exit codes: 0 ok, 1 no result (nothing found, a note, day or item not there, or ``check``
+found differences), 2 usage, configuration or an unreachable daemon. Errors print
+``wikimem-watch: <message>`` on stderr, never a traceback.
 
 Every command's parser is defined here, and each names its handler as ``module.function``
 in this package, imported only when the command runs. A run builds the parser of the one
@@ -19,9 +20,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .. import __version__
-from ..errors import WatchError
+from ..errors import NotFound, WatchError
 from . import output
-from .output import EXIT_OK, EXIT_USAGE
+from .output import EXIT_EMPTY, EXIT_OK, EXIT_USAGE
 
 TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
 if TYPE_CHECKING:
@@ -32,8 +33,8 @@ LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40}
 Handler = Callable[[argparse.Namespace], int]
 Parser = argparse.ArgumentParser
 
-EPILOG = """exit status: 0 ok; 1 no result (or `check` found differences);
-2 usage, configuration or daemon unreachable."""
+EPILOG = """exit status: 0 ok; 1 no result (nothing found, the note, day or item named is not
+there, or `check` found differences); 2 usage, configuration or daemon unreachable."""
 ANSWERED = "(through the daemon, else in-process)"
 
 
@@ -368,7 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler_of(args)(args)
     except WatchError as exc:
         print(f"wikimem-watch: {exc.message}", file=sys.stderr)
-        return EXIT_USAGE
+        # A note, day or item that is not there is "no result", as an empty answer is; a
+        # script can tell it from a daemon that does not answer (2).
+        return EXIT_EMPTY if exc.code == NotFound.code else EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
