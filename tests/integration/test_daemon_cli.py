@@ -223,3 +223,22 @@ def test_embed_in_process_shows_plain_progress_lines_when_stderr_is_not_a_termin
     assert out.returncode == 0, out.stderr
     assert "\r" not in out.stderr
     assert out.stderr.splitlines() == ["embedding: 1/2", "embedding: 2/2"]
+
+
+def test_a_socket_that_serves_another_vault_is_refused_not_written_through(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
+    """WIKIMEM_SOCK left exported for vault A, then a write to vault B: it must not land in A."""
+    other = tmp_path / "other-vault"
+    other.mkdir()
+    before = sorted(p.name for p in (daemon.vault / "diary").iterdir())
+    env = {"WIKIMEM_SOCK": str(daemon.sock)}
+    out = wikimem("write", "diary", "--vault", str(other), "kites", env_extra=env)
+    assert out.returncode == 2, out.stderr
+    assert "serves" in out.stderr and "WIKIMEM_SOCK" in out.stderr
+    flag = wikimem("status", "--vault", str(other), "--socket", str(daemon.sock))
+    assert flag.returncode == 2 and "serves" in flag.stderr
+    assert sorted(p.name for p in (daemon.vault / "diary").iterdir()) == before
+    assert not (other / "diary").exists()
+    same = wikimem("status", "--vault", str(daemon.vault), "--json", env_extra=env)
+    assert same.returncode == 0, same.stderr  # its own vault: fine

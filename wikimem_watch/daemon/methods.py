@@ -100,6 +100,7 @@ def m_hello(service: Service, params: Params) -> object:
         "version": __version__,
         "capabilities": sorted(METHODS),
         "batch": False,
+        "vault": str(service.engine.config.vault),  # a client that named a socket checks it
     }
 
 

@@ -120,7 +120,8 @@ def say_in_process(args: argparse.Namespace, config: Config) -> None:
 def connect_args(args: argparse.Namespace) -> Client:
     """A client for ``--socket`` (or WIKIMEM_SOCK), else for ``--vault``'s daemon."""
     if args.socket is not None:
-        return Client(args.socket)
+        client = Client(args.socket)
+        return client if args.vault is None else _serving(client, Path(args.vault), "--socket")
     if args.vault is None:
         env = os.environ.get("WIKIMEM_SOCK")
         if env:
@@ -128,12 +129,27 @@ def connect_args(args: argparse.Namespace) -> Client:
         raise ConfigError("give --vault DIR (or --socket PATH) to reach a daemon")
     where = locate_args(args)
     try:
-        return connect(where)
+        client = connect(where)
     except DaemonUnavailable:
         raise DaemonUnavailable(
             f"no daemon is running for vault {str(where.vault)!r} "
             f"(start one with: wikimem-watch serve {where.vault})"
         ) from None
+    # A socket named by WIKIMEM_SOCK or a config file may be another vault's daemon.
+    return client if where.socket is None else _serving(client, where.vault, "the socket")
+
+
+def _serving(client: Client, vault: Path, named_by: str) -> Client:
+    """``client``, once its daemon says it serves ``vault`` (a socket the user named may be
+    another vault's daemon, and a write through it would land in that vault)."""
+    served = obj(client.call("hello")).get("vault")
+    if isinstance(served, str) and os.path.realpath(served) != os.path.realpath(vault):
+        client.close()
+        raise ConfigError(
+            f"the daemon on {named_by} {str(client.path)!r} serves {served!r}, not "
+            f"--vault {str(vault)!r} (unset WIKIMEM_SOCK, or give the socket of this vault)"
+        )
+    return client
 
 
 def daemon_or_none(args: argparse.Namespace) -> Client | None:
