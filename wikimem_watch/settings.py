@@ -218,8 +218,11 @@ def _number(bound: float) -> str:
 
 def _read_user_file(path: Path) -> tuple[dict[str, object], dict[str, Endpoint]]:
     """The user's settings and allowed endpoints; a problem is the user's ConfigError."""
-    if not path.is_file():
-        return {}, {}
+    try:
+        if not path.is_file():
+            return {}, {}
+    except OSError as exc:  # a folder on the way that cannot be searched
+        raise ConfigError(f"{path}: {exc.strerror}") from None
     import tomllib  # only when there is a file: a client run without one skips the import
 
     try:

@@ -25,7 +25,10 @@ def read_vault_file(path: Path) -> tuple[dict[str, object], list[str]]:
     except FileNotFoundError:
         return {}, []
     except OSError as exc:
-        why = "a symlink (not followed)" if path.is_symlink() else exc.strerror
+        try:
+            why = "a symlink (not followed)" if path.is_symlink() else exc.strerror
+        except OSError:  # its folder cannot be searched either (chmod 000 .wikimem)
+            why = exc.strerror
         return {}, [f"{path}: ignored: {why}"]
     try:
         st = os.fstat(fd)

@@ -242,3 +242,16 @@ def test_a_socket_that_serves_another_vault_is_refused_not_written_through(
     assert not (other / "diary").exists()
     same = wikimem("status", "--vault", str(daemon.vault), "--json", env_extra=env)
     assert same.returncode == 0, same.stderr  # its own vault: fine
+
+
+def test_a_batch_line_with_nan_gets_an_error_line_and_the_batch_goes_on(
+    daemon: DaemonProc,
+) -> None:
+    """Python's json reads NaN, Infinity and 1e999; the request could not be sent on as JSON,
+    and the traceback it made ended the batch."""
+    lines = ['{"q": "x", "k": NaN}', '{"q": "x", "k": 1e999}', '{"q": "coffee"}']
+    out = wikimem("query", "--vault", str(daemon.vault), "--json", "-", stdin="\n".join(lines))
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [a.get("error", {}).get("code") for a in answers] == [-32700, -32700, None]
+    assert "hits" in answers[2]

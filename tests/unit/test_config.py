@@ -356,3 +356,36 @@ def test_the_users_flags_and_env_outrank_an_endpoint_the_vault_picked(
     config = load_config(tmp_path, {"embed_model": "mine", "embed_api_key_env": "MY_KEY"})
     assert (config.embed, config.embed_url) == ("http", "http://127.0.0.1:8080/v1")
     assert (config.embed_model, config.embed_api_key_env) == ("mine", "MY_KEY")
+
+
+def test_a_vault_config_folder_that_cannot_be_searched_is_a_warning_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``chmod 000 .wikimem`` (not testable as root: the error is simulated where it comes)."""
+    vault_file(tmp_path, "k1 = 1.5\n")
+    real_open = os.open
+
+    def denied(path: object, *args: object, **kwargs: object) -> int:
+        if str(path).endswith("config.toml"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    def no_search(self: Path) -> bool:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "open", denied)
+    monkeypatch.setattr(Path, "is_symlink", no_search)
+    config = load_config(tmp_path)
+    assert config.k1 != 1.5
+    assert any("config.toml: ignored: Permission denied" in w for w in config.warnings)
+
+
+def test_a_user_config_folder_that_cannot_be_searched_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_search(self: Path) -> bool:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "is_file", no_search)
+    with pytest.raises(ConfigError, match="Permission denied"):
+        load_config(tmp_path)

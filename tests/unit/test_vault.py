@@ -222,3 +222,25 @@ def test_a_note_reached_through_a_folder_symlinked_out_of_the_vault_is_no_note(
     (vault / "projects").symlink_to(outside, target_is_directory=True)
     with pytest.raises(FileNotFoundError):
         read_note(vault, "projects/plan.md", follow_external=follow)
+
+
+def test_a_folder_that_cannot_be_read_is_reported_not_silently_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``chmod 000 wiki/`` (simulated where os.walk meets it: the tests may run as root)."""
+    write(tmp_path, "diary/2026-01-01.md", "# 2026-01-01\n\n## 08:00\n\ntea\n")
+    write(tmp_path, "wiki/people.md", "## Ann\n\nsails\n")
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if str(path).endswith("wiki"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    engine = Engine(load_config(tmp_path))
+    engine.scan()
+    assert list(engine.files) == ["diary/2026-01-01.md"]
+    assert engine.linked_dirs == {
+        "wiki": "folder not readable (Permission denied); its notes are not indexed"
+    }

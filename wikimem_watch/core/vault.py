@@ -64,11 +64,18 @@ def iter_notes(
 
     Symlinked directories are never descended (``os.walk`` does not follow them): a note
     under one that leads inside the vault is indexed at its real path; one that leads
-    outside is recorded in ``linked_dirs`` (vault-relative path → reason) when given.
+    outside is recorded in ``linked_dirs`` (vault-relative path → reason) when given, and
+    so is a folder that cannot be read (its notes are not indexed, and ``status`` says why).
     """
     real_root = os.path.realpath(root)
     top = os.fspath(root)
-    for dirpath, dirnames, filenames in os.walk(root):
+
+    def unreadable(exc: OSError) -> None:
+        rel = os.path.relpath(exc.filename or top, top).replace(os.sep, "/")
+        if linked_dirs is not None:
+            linked_dirs[rel] = f"folder not readable ({exc.strerror}); its notes are not indexed"
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
         base = Path(dirpath)
         # os.walk joins names onto ``top``, so the relative part is a plain string suffix
         # (no pathlib per file: a 100k-entry vault has 12k notes).

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -72,6 +73,22 @@ def _remote_query(client: Client, req: object) -> dict[str, Any]:
     return result
 
 
+def _strict_json(text: str) -> Any:
+    """``json.loads`` without Python's extensions: NaN, Infinity and a number too large for a
+    float are refused (the request could not be sent on, nor answered, as JSON)."""
+
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
+    def number(raw: str) -> float:
+        value = float(raw)
+        if math.isinf(value):
+            raise ValueError(f"{raw} is too large a number")
+        return value
+
+    return json.loads(text, parse_constant=constant, parse_float=number)
+
+
 def _batch(answer_one: Callable[[Any], dict[str, Any]]) -> int:
     """One JSON request per stdin line → exactly one JSON line out per line in, in order, so
     results pair with requests by position (a blank or bad line gets an error object).
@@ -83,11 +100,13 @@ def _batch(answer_one: Callable[[Any], dict[str, Any]]) -> int:
             if not line.strip():
                 out = {"error": {"code": -32600, "message": "empty line: expected a JSON object"}}
             else:
-                out = answer_one(json.loads(require_text(line, "line")))
+                out = answer_one(_strict_json(require_text(line, "line")))
         except json.JSONDecodeError as exc:
             out = {
                 "error": {"code": -32700, "message": f"bad JSON: {exc.msg} at column {exc.colno}"}
             }
+        except ValueError as exc:  # NaN, Infinity, 1e999: Python reads them, JSON has none
+            out = {"error": {"code": -32700, "message": f"bad JSON: {exc}"}}
         except RecursionError:
             out = {"error": {"code": -32700, "message": "bad JSON: nested too deeply"}}
         except WatchError as exc:
