@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import socket
 import tempfile
@@ -86,9 +87,10 @@ def hits(result: dict[str, object]) -> list[dict[str, object]]:
 
 
 @contextlib.contextmanager
-def hanging_up_daemon() -> Iterator[Path]:
+def hanging_up_daemon(vault: Path | None = None) -> Iterator[Path]:
     """A socket whose "daemon" reads one request line and closes without a reply, as one
-    that crashed or was stopped after taking a write may do."""
+    that crashed or was stopped after taking a write may do. With ``vault``, it first
+    answers a ``hello`` as that vault's daemon (a client that named the socket checks it)."""
     path = Path(tempfile.gettempdir()) / f"wmw-{uuid.uuid4().hex[:10]}.sock"
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
@@ -97,7 +99,12 @@ def hanging_up_daemon() -> Iterator[Path]:
     def take_and_hang_up() -> None:
         conn, _ = server.accept()
         with conn:
-            conn.makefile("rb").readline()
+            reader = conn.makefile("rb")
+            request = json.loads(reader.readline())
+            if vault is not None and request.get("method") == "hello":
+                reply = {"jsonrpc": "2.0", "id": request["id"], "result": {"vault": str(vault)}}
+                conn.sendall(json.dumps(reply).encode() + b"\n")
+                reader.readline()
 
     taker = threading.Thread(target=take_and_hang_up)
     taker.start()

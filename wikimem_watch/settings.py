@@ -166,13 +166,9 @@ def _coerce(name: str, value: object) -> object:
     kind = FIELD_TYPES[name]
     try:
         if name in _TUPLE_FIELDS:
-            if isinstance(value, str):
-                return tuple(v.strip() for v in value.split(",") if v.strip())
-            if isinstance(value, list | tuple):
-                return tuple(str(v) for v in value)
-            raise TypeError
+            return _strings(value)
         if name in _PATH_FIELDS:
-            return None if value in (None, "") else Path(str(value)).expanduser()
+            return _path(value)
         if kind == "bool":
             if isinstance(value, bool):
                 return value
@@ -195,6 +191,24 @@ def _coerce(name: str, value: object) -> object:
         raise ValueError(f"{name}={value!r} is not a valid {kind}") from None
     _check_range(name, out)
     return out
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    """ "a, b" or a list of strings (TypeError for anything else: [1, 2] is not a glob)."""
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise TypeError
+
+
+def _path(value: object) -> Path | None:
+    """An absolute path (a daemon records its socket for clients started elsewhere)."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str | Path):
+        raise TypeError
+    return Path(os.path.abspath(Path(value).expanduser()))
 
 
 def _check_range(name: str, value: object) -> None:

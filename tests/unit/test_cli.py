@@ -290,7 +290,7 @@ def test_a_write_the_daemon_took_but_did_not_answer_is_not_made_again(tmp_path: 
     so and does not write it a second time in-process."""
     vault = tmp_path / "v"
     (vault / "diary").mkdir(parents=True)
-    with hanging_up_daemon() as path:
+    with hanging_up_daemon(vault) as path:
         out = cli(
             "write", "diary", "--vault", str(vault), "--socket", str(path), "--date", "2026-01-01",
             "--time", "10:00", "walked the dog",
@@ -326,3 +326,10 @@ def test_a_note_that_is_not_there_is_no_result_not_a_usage_error(
     (tmp_path / "a.md").write_text("## x\n\ny\n", encoding="utf-8")
     assert main(["note", "--vault", str(tmp_path), "--in-process", "nope"]) == 1
     assert "nope" in capsys.readouterr().err
+
+
+def test_an_abbreviated_option_is_not_taken_for_another(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's abbreviations read ``--k 3`` as ``--kinds 3``."""
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["query", "--vault", str(EXAMPLE), "--k", "3", "coffee"])
+    assert exit_.value.code == 2 and "--k" in capsys.readouterr().err

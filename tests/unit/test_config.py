@@ -389,3 +389,19 @@ def test_a_user_config_folder_that_cannot_be_searched_is_a_config_error(
     monkeypatch.setattr(Path, "is_file", no_search)
     with pytest.raises(ConfigError, match="Permission denied"):
         load_config(tmp_path)
+
+
+def test_paths_are_made_absolute_and_values_of_the_wrong_type_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative --socket is recorded in the lock file for clients started in other
+    folders: it must name the same file from anywhere."""
+    monkeypatch.chdir(tmp_path)
+    config = load_config(tmp_path, {"socket": "rel.sock", "cache_dir": "cache"})
+    assert config.socket == tmp_path / "rel.sock" and config.cache_dir == tmp_path / "cache"
+    user_file("include = [1, 2]\n")
+    with pytest.raises(ConfigError, match="include"):
+        load_config(tmp_path)
+    user_file("socket = 5\n")
+    with pytest.raises(ConfigError, match="socket"):
+        load_config(tmp_path)

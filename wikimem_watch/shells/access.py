@@ -142,7 +142,14 @@ def connect_args(args: argparse.Namespace) -> Client:
 def _serving(client: Client, vault: Path, named_by: str) -> Client:
     """``client``, once its daemon says it serves ``vault`` (a socket the user named may be
     another vault's daemon, and a write through it would land in that vault)."""
-    served = obj(client.call("hello")).get("vault")
+    try:
+        served = obj(client.call("hello")).get("vault")
+    except DaemonUnavailable as exc:  # it is there but did not answer: never write beside it
+        client.close()
+        raise ConfigError(
+            f"the daemon on {named_by} {str(client.path)!r} did not answer ({exc.message}); "
+            "nothing was done"
+        ) from None
     if isinstance(served, str) and os.path.realpath(served) != os.path.realpath(vault):
         client.close()
         raise ConfigError(

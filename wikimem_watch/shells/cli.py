@@ -31,7 +31,15 @@ if TYPE_CHECKING:
 LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40}
 
 Handler = Callable[[argparse.Namespace], int]
-Parser = argparse.ArgumentParser
+
+
+class Parser(argparse.ArgumentParser):
+    """No abbreviated options: ``--k 3`` was read as ``--kinds 3``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
 
 EPILOG = """exit status: 0 ok; 1 no result (nothing found, the note, day or item named is not
 there, or `check` found differences); 2 usage, configuration or daemon unreachable."""
@@ -304,7 +312,7 @@ class _NeedsEveryCommand(Exception):
     """Raised by a one-command parser for what only the full parser may answer."""
 
 
-class _OneCommandParser(argparse.ArgumentParser):
+class _OneCommandParser(Parser):
     """The top level holding one command's parser. Its own help and usage errors would
     list, or fail to recognise, the other commands, so it hands them to the full parser
     (a command's own ``--help`` and errors come from that command's parser, the same in
