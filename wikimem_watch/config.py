@@ -102,7 +102,7 @@ class Config:
         import hashlib  # here: a client run that never needs the path skips the import
 
         base = self.snapshot_dir if self.snapshot_dir is not None else user_cache_home()
-        key = hashlib.sha256(str(self.vault).encode()).hexdigest()[:16]
+        key = hashlib.sha256(os.fsencode(self.vault)).hexdigest()[:16]
         return base / key / "index.snapshot"
 
 

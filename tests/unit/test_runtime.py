@@ -150,3 +150,15 @@ def test_a_symlinked_record_is_not_followed(tmp_path: Path) -> None:
     real.write_text('{"embed": "hash"}', encoding="utf-8")
     embedder_state_path(tmp_path).symlink_to(real)
     assert remembered_embedder(tmp_path) is None
+
+
+def test_a_vault_whose_name_is_not_utf8_has_a_key_and_a_snapshot_path(tmp_path: Path) -> None:
+    """Such a name (bytes as lone surrogates) made every command end in a traceback."""
+    from wikimem_watch.config import load_config
+    from wikimem_watch.daemon.runtime import vault_key
+
+    vault = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"v\xff")))
+    vault.mkdir()
+    config = load_config(vault)
+    assert len(vault_key(config)) == 16
+    assert config.snapshot_path is not None and config.snapshot_path.name == "index.snapshot"

@@ -48,7 +48,7 @@ def vault_key(config: Config | VaultLocation) -> str:
     """A short stable name for a vault on this machine (its resolved path, hashed)."""
     import hashlib
 
-    return hashlib.sha256(str(config.vault).encode()).hexdigest()[:16]
+    return hashlib.sha256(os.fsencode(config.vault)).hexdigest()[:16]
 
 
 def runtime_dir() -> Path:
