@@ -193,6 +193,9 @@ def _coerce(name: str, value: object) -> object:
     return out
 
 
+_URL_SCHEMES = ("http://", "https://")
+
+
 def _strings(value: object) -> tuple[str, ...]:
     """ "a, b" or a list of strings (TypeError for anything else: [1, 2] is not a glob)."""
     if isinstance(value, str):
@@ -214,6 +217,8 @@ def _path(value: object) -> Path | None:
 def _check_range(name: str, value: object) -> None:
     if name == "embed" and value not in EMBED_KINDS:
         raise ValueError(f"embed={value!r}: expected one of {', '.join(EMBED_KINDS)}")
+    if name == "embed_url" and isinstance(value, str) and not value.startswith(_URL_SCHEMES):
+        raise ValueError(f"embed_url={value!r}: expected an http:// or https:// URL")
     bounds = _RANGES.get(name)
     if bounds is None or not isinstance(value, int | float):
         return

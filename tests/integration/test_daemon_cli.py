@@ -255,3 +255,28 @@ def test_a_batch_line_with_nan_gets_an_error_line_and_the_batch_goes_on(
     answers = [json.loads(line) for line in out.stdout.splitlines()]
     assert [a.get("error", {}).get("code") for a in answers] == [-32700, -32700, None]
     assert "hits" in answers[2]
+
+
+def test_a_stop_during_the_first_scan_never_says_ready_with_part_of_the_vault(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C while the first scan runs: no "ready" line counting the files read so far
+    (a ready line, when the scan won the race, names every file)."""
+    import signal
+    import time
+
+    vault = tmp_path / "big"
+    (vault / "wiki").mkdir(parents=True)
+    for i in range(3000):
+        (vault / "wiki" / f"n{i}.md").write_text(f"## n{i}\n\nnote {i}\n", encoding="utf-8")
+    sock = short_socket_path()
+    proc = serve(vault, sock)
+    deadline = time.monotonic() + 20
+    while not sock.exists() and time.monotonic() < deadline:  # listening: handlers are set
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    sock.unlink(missing_ok=True)
+    assert proc.returncode == 0
+    ready = [line for line in out.splitlines() if "ready:" in line]
+    assert ready == [] or "— 3000 files" in ready[0], ready

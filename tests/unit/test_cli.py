@@ -333,3 +333,27 @@ def test_an_abbreviated_option_is_not_taken_for_another(capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as exit_:
         parse_args(["query", "--vault", str(EXAMPLE), "--k", "3", "coffee"])
     assert exit_.value.code == 2 and "--k" in capsys.readouterr().err
+
+
+def test_batch_mode_takes_the_flags_as_defaults_of_every_line() -> None:
+    lines = [json.dumps({"q": "火锅"}), json.dumps({"q": "火锅", "k": 1, "kinds": ["diary"]})]
+    out = cli(
+        "query", "--vault", str(EXAMPLE), "--json", "-k", "2", "--kinds", "wiki", "--explain", "-",
+        stdin="\n".join(lines) + "\n",
+    )  # fmt: skip
+    first, second = (json.loads(x) for x in out.stdout.splitlines())
+    assert len(first["hits"]) == 2 and {h["kind"] for h in first["hits"]} == {"wiki"}
+    assert all("explain" in h for h in first["hits"])
+    assert len(second["hits"]) == 1 and second["hits"][0]["kind"] == "diary"  # its own fields
+
+
+def test_serve_given_one_folder_by_two_names_is_not_two_vaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve --vault $PWD/v v`` named one folder twice and was refused as two vaults."""
+    from wikimem_watch.shells.commands import _same_folder
+
+    (tmp_path / "v").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert _same_folder("v", tmp_path / "v") and _same_folder("./v/", str(tmp_path / "v"))
+    assert not _same_folder("v", tmp_path) and not _same_folder("missing", tmp_path / "v")

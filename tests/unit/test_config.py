@@ -405,3 +405,13 @@ def test_paths_are_made_absolute_and_values_of_the_wrong_type_refused(
     user_file("socket = 5\n")
     with pytest.raises(ConfigError, match="socket"):
         load_config(tmp_path)
+
+
+def test_an_embedding_url_that_is_not_http_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigError, match="embed_url='notaurl'"):
+        load_config(tmp_path, {"embed_url": "notaurl"})
+    monkeypatch.setenv("WIKIMEM_WATCH_EMBED_URL", "ftp://x")
+    with pytest.raises(ConfigError, match="http:// or https://"):
+        load_config(tmp_path)

@@ -338,6 +338,10 @@ class Daemon(VaultScans, DaemonReports):
         finally:
             notes.setLevel(level)
             self.state = "ready"
+        if self._stop_requested:  # stopped during the first scan: not ready, and not said so
+            log.info("stopped during the first scan: %d files read", len(self.engine.files))
+            self._guarded(self._save_snapshot)  # valid: files not reached keep no stat
+            return
         log.info("ready: %d files, %d entries", len(self.engine.files), len(self.engine.entries))
         if self.announce is not None:
             self._announce_ready(self.announce)

@@ -88,7 +88,12 @@ def _query(sub: Any) -> None:
     q = sub.add_parser("query", help=help_, description=help_, epilog=EPILOG)
     _add_vault(q)
     _add_index_flags(q)
-    q.add_argument("text", metavar="TEXT", help="the query, or - to read JSON requests from stdin")
+    q.add_argument(
+        "text",
+        metavar="TEXT",
+        help="the query, or - to read JSON requests from stdin (the flags below are defaults "
+        "of each line's fields)",
+    )
     q.add_argument("--json", action="store_true", help="print the result object as JSON")
     q.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
     q.add_argument("--time-range", help="START..END dates (inclusive) or an expression")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -30,7 +31,7 @@ def serve_command(args: argparse.Namespace) -> int:
     vault = args.vault_pos or args.vault
     if vault is None:
         raise ConfigError("serve needs a vault: wikimem-watch serve VAULT")
-    if args.vault_pos and args.vault and Path(args.vault_pos) != Path(args.vault):
+    if args.vault_pos and args.vault and not _same_folder(args.vault_pos, args.vault):
         raise ConfigError(f"two vaults given: {args.vault_pos} and {args.vault}")
     args.vault = Path(vault)
     rescan_s = args.safety_rescan_s
@@ -187,3 +188,11 @@ def parse_time_command(args: argparse.Namespace) -> int:
             f"{found.start} .. {found.end}{times}  matched {found.matched!r}  rest {found.rest!r}"
         )
     return EXIT_OK if found else EXIT_EMPTY
+
+
+def _same_folder(a: str | Path, b: str | Path) -> bool:
+    """``serve --vault $PWD/v v``: one folder, named twice."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a) == Path(b)

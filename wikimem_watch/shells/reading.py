@@ -37,7 +37,8 @@ def query_command(args: argparse.Namespace) -> int:
             if args.embed is not None:
                 _warn_if_embedder_differs(client, args.embed)
             if args.text == "-":
-                return _batch(lambda req: _remote_query(client, req))
+                defaults = _line_defaults(args)
+                return _batch(lambda req: _remote_query(client, _with(defaults, req)))
             return print_result(_remote_query(client, request_from_args(args)), args.json)
     from ..retrieval.query import run_query
     from ..retrieval.request import QueryRequest
@@ -48,8 +49,19 @@ def query_command(args: argparse.Namespace) -> int:
     say_in_process(args, config)
     engine = open_engine(config, vectors=True)
     if req is None:
-        return _batch(lambda line: run_query(engine, QueryRequest.from_dict(line)))
+        defaults = _line_defaults(args)
+        return _batch(lambda line: run_query(engine, QueryRequest.from_dict(_with(defaults, line))))
     return print_result(run_query(engine, req), args.json)
+
+
+def _line_defaults(args: argparse.Namespace) -> dict[str, object]:
+    """With ``-``, the flags given (``-k``, ``--now``, ``--kinds``…) are the defaults of every
+    line's request; a line's own fields win."""
+    return {name: value for name, value in request_from_args(args).items() if name != "q"}
+
+
+def _with(defaults: dict[str, object], line: object) -> object:
+    return {**defaults, **line} if isinstance(line, dict) else line
 
 
 def _warn_if_embedder_differs(client: Client, wanted: str) -> None:
