@@ -357,3 +357,18 @@ def test_serve_given_one_folder_by_two_names_is_not_two_vaults(
     monkeypatch.chdir(tmp_path)
     assert _same_folder("v", tmp_path / "v") and _same_folder("./v/", str(tmp_path / "v"))
     assert not _same_folder("v", tmp_path) and not _same_folder("missing", tmp_path / "v")
+
+
+def test_a_true_setting_from_env_or_file_can_be_turned_off_by_a_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wikimem_watch.shells.access import config_from_args
+
+    monkeypatch.setenv("WIKIMEM_WATCH_POLL", "1")
+    monkeypatch.setenv("WIKIMEM_WATCH_FOLLOW_EXTERNAL_SYMLINKS", "1")
+    on = parse_args(["serve", str(tmp_path)])
+    off = parse_args(["serve", str(tmp_path), "--no-poll", "--no-follow-external-symlinks"])
+    for args in (on, off):
+        args.vault = args.vault_pos
+    assert config_from_args(on).poll and config_from_args(on).follow_external_symlinks
+    assert not config_from_args(off).poll and not config_from_args(off).follow_external_symlinks

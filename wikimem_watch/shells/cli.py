@@ -64,7 +64,7 @@ def _add_index_flags(p: Parser) -> None:
     p.add_argument("--embed-model", help="embedding model name")
     p.add_argument(
         "--follow-external-symlinks",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,  # --no-…: a true from env or file, turned off
         default=None,
         help="index note symlinks whose target is outside the vault (default: skip them)",
     )
@@ -125,7 +125,10 @@ def _serve(sub: Any) -> None:
     s.add_argument("vault_pos", metavar="VAULT", nargs="?", type=Path, help="vault directory")
     _add_index_flags(s)
     s.add_argument(
-        "--poll", action="store_true", default=None, help="poll instead of native file events"
+        "--poll",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="poll instead of native file events",
     )
     s.add_argument(
         "--quiet", action="store_true", help="print nothing when ready (problems still logged)"
@@ -151,7 +154,7 @@ def _serve(sub: Any) -> None:
     )
     s.add_argument(
         "--http-allow-remote",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="allow --http on a non-loopback address (reachable from other machines)",
     )
