@@ -280,3 +280,12 @@ def test_a_stop_during_the_first_scan_never_says_ready_with_part_of_the_vault(
     assert proc.returncode == 0
     ready = [line for line in out.splitlines() if "ready:" in line]
     assert ready == [] or "— 3000 files" in ready[0], ready
+
+
+def test_index_flags_given_to_a_query_a_daemon_answers_are_said_to_be_ignored(
+    daemon: DaemonProc,
+) -> None:
+    out = wikimem("query", "--vault", str(daemon.vault), "--exclude", "diary/*", "coffee")
+    assert "--exclude apply when a daemon starts" in out.stderr
+    plain = wikimem("query", "--vault", str(daemon.vault), "coffee")
+    assert "apply when a daemon starts" not in plain.stderr

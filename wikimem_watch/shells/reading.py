@@ -36,6 +36,7 @@ def query_command(args: argparse.Namespace) -> int:
         with client:
             if args.embed is not None:
                 _warn_if_embedder_differs(client, args.embed)
+            _warn_start_flags(args)
             if args.text == "-":
                 defaults = _line_defaults(args)
                 return _batch(lambda req: _remote_query(client, _with(defaults, req)))
@@ -62,6 +63,20 @@ def _line_defaults(args: argparse.Namespace) -> dict[str, object]:
 
 def _with(defaults: dict[str, object], line: object) -> object:
     return {**defaults, **line} if isinstance(line, dict) else line
+
+
+_START_FLAGS = ("include", "exclude", "embed_url", "embed_model", "follow_external_symlinks")
+
+
+def _warn_start_flags(args: argparse.Namespace) -> None:
+    """Index flags a running daemon took when it started: given to a query, say so."""
+    given = [f"--{name.replace('_', '-')}" for name in _START_FLAGS if getattr(args, name, None)]
+    if given:
+        print(
+            f"wikimem-watch: warning: {', '.join(given)} apply when a daemon starts; the running "
+            "daemon answers with its own (restart it with them, or query with --in-process)",
+            file=sys.stderr,
+        )
 
 
 def _warn_if_embedder_differs(client: Client, wanted: str) -> None:
