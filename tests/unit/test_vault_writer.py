@@ -101,3 +101,24 @@ def test_a_journal_line_for_a_file_name_that_is_not_utf8_is_written(tmp_path: Pa
     journal.external("create", "bb/n1.md")
     entries = read_journal(tmp_path, None, 10)["entries"]
     assert [e["path"] for e in entries] == ["bb/a\udcff.md", "bb/n1.md"]  # type: ignore[index]
+
+
+def test_an_entry_filed_at_another_day_or_time_happened_then() -> None:
+    """Without ``ts``, a backdated entry's ``ts`` is its own day and time: the recency decay
+    read the moment it was written down, so an old entry ranked as fresh."""
+    from datetime import datetime
+
+    from wikimem_watch.daemon.stamps import when
+    from wikimem_watch.errors import BadRequest
+
+    assert when(None, "2026-11-20", "12:00", "Asia/Shanghai") == (
+        "2026-11-20T12:00:00+08:00",
+        "2026-11-20",
+        "12:00",
+    )
+    ts, day, hhmm = when(None, None, None, "UTC")  # now: the precise moment
+    assert datetime.fromisoformat(ts).strftime("%Y-%m-%d %H:%M") == f"{day} {hhmm}"
+    given = "2026-01-01T10:00:00+00:00"
+    assert when(given, "2026-11-20", "12:00", None)[0] == given  # a given ts wins
+    with pytest.raises(BadRequest, match="outside the years"):
+        when("9999-12-31T23:59:00+00:00", None, None, "Asia/Shanghai")

@@ -35,7 +35,9 @@ def when(
     ts: str | None, date: str | None, time_: str | None, tz: str | None
 ) -> tuple[str, str, str]:
     """(ts, date, HH:MM) of a diary entry: given ones win; the rest from ``ts`` (or now) in
-    ``tz`` (an IANA name; default the system's local zone)."""
+    ``tz`` (an IANA name; default the system's local zone). Without ``ts``, an entry filed
+    at another day or time than now happened then: its ``ts`` is that day and time (the
+    recency decay reads it), not the moment it was written down."""
     zone = None
     if tz is not None:
         # Here: zoneinfo loads sysconfig (~2 ms), and a daemon is ready without it.
@@ -47,19 +49,6 @@ def when(
             raise BadRequest(
                 f'"tz" must be an IANA time zone like "Asia/Shanghai", got {tz!r}'
             ) from None
-    try:
-        if ts is not None:
-            instant = datetime.fromisoformat(check_ts(ts).replace("Z", "+00:00"))
-            if instant.tzinfo is None:
-                instant = instant.replace(tzinfo=zone) if zone else instant.astimezone()
-        else:
-            instant = datetime.now(zone).astimezone(zone)
-            ts = instant.isoformat(timespec="seconds")
-        local = instant.astimezone(zone)
-    except OverflowError:  # 9999-12-31T23:59+00:00 is the year 10000 in Shanghai
-        raise BadRequest(
-            f'"ts" {ts!r} falls outside the years 1 to 9999 in the local time zone'
-        ) from None
     if date is not None:
         if not _DATE.match(date):
             raise BadRequest(f'"date" must be YYYY-MM-DD, got {date!r}')
@@ -67,6 +56,25 @@ def when(
             _date.fromisoformat(date)
         except ValueError:
             raise BadRequest(f'"date" {date!r} is not a calendar day') from None
+    hhmm = edit.check_time(time_) if time_ is not None else None
+    try:
+        if ts is not None:
+            instant = datetime.fromisoformat(check_ts(ts).replace("Z", "+00:00"))
+            if instant.tzinfo is None:
+                instant = instant.replace(tzinfo=zone) if zone else instant.astimezone()
+        else:
+            instant = datetime.now(zone).astimezone(zone)
+            day_now, hhmm_now = instant.date().isoformat(), instant.strftime("%H:%M")
+            if (date or day_now, hhmm or hhmm_now) != (day_now, hhmm_now):
+                hour, minute = (hhmm or hhmm_now).split(":")
+                then = datetime.fromisoformat(f"{date or day_now}T{hour}:{minute}")
+                instant = then.replace(tzinfo=zone) if zone else then.astimezone()
+            ts = instant.isoformat(timespec="seconds")
+        local = instant.astimezone(zone)
+    except (OverflowError, ValueError):  # 9999-12-31T23:59+00:00 is the year 10000 in Shanghai
+        what = f'"ts" {ts!r}' if ts is not None else f"{date} {hhmm}"
+        raise BadRequest(
+            f"{what} falls outside the years 1 to 9999 in the local time zone"
+        ) from None
     day = date if date is not None else local.date().isoformat()  # strftime: "1-01-01"
-    hhmm = edit.check_time(time_) if time_ is not None else local.strftime("%H:%M")
-    return ts, day, hhmm
+    return ts, day, hhmm if hhmm is not None else local.strftime("%H:%M")

@@ -250,7 +250,9 @@ def _write(sub: Any) -> None:
     d.add_argument("text", metavar="TEXT", help="the entry text, or - to read it from stdin")
     d.add_argument("--date", help="YYYY-MM-DD (default: the local date of --ts, or today)")
     d.add_argument("--time", help="HH:MM (default: the local time of --ts, or now)")
-    d.add_argument("--ts", help="ISO-8601 instant of the event (default: now)")
+    d.add_argument(
+        "--ts", help="ISO-8601 instant of the event (default: --date and --time, else now)"
+    )
     d.add_argument("--tz", help="IANA time zone for the date and time (default: local)")
     _provenance(d)
     d.set_defaults(handler="writing.diary_command")
