@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import shutil
@@ -16,7 +17,16 @@ import pytest
 from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "vault_example"
+# A copy of vault_example/ for the whole session, without its .wikimem: a user's run leaves
+# a cache there (an embedder record that in-process runs reuse, vectors, a socket), and the
+# tests must read the example as a fresh clone has it.
+EXAMPLE = Path(tempfile.mkdtemp(prefix="wmw-example-")) / "vault_example"
+shutil.copytree(
+    Path(__file__).resolve().parent.parent / "vault_example",
+    EXAMPLE,
+    ignore=shutil.ignore_patterns(".wikimem"),
+)
+atexit.register(shutil.rmtree, EXAMPLE.parent, True)
 
 
 @pytest.fixture(autouse=True)

@@ -238,3 +238,11 @@ def test_an_escaped_pipe_in_a_table_link_is_the_alias_separator() -> None:
 def test_tags_in_code_links_and_urls_are_not_tags(body: str) -> None:
     (entry,) = parse_note("wiki/x.md", "## s\n" + body).entries
     assert all(not t.startswith("no") for t in entry.tags) and set(entry.tags) <= {"yes"}
+
+
+def test_a_link_inside_a_malformed_comment_never_makes_metadata() -> None:
+    """Rendering ``[[a#b|c]]`` to "c" makes the rest read like a comment; it stays text."""
+    text = "<!-- wikimem:[[a#b|c]]===<!-- wikimem: owner=a | ts=2026-01-01 -->"
+    (entry,) = parse_note("notes/n.md", text).entries
+    assert entry.owner is None and entry.ts is None and entry.meta == ()
+    assert "owner=a" in entry.text
