@@ -122,3 +122,9 @@ def test_an_entry_filed_at_another_day_or_time_happened_then() -> None:
     assert when(given, "2026-11-20", "12:00", None)[0] == given  # a given ts wins
     with pytest.raises(BadRequest, match="outside the years"):
         when("9999-12-31T23:59:00+00:00", None, None, "Asia/Shanghai")
+
+
+def test_a_writer_takes_the_vault_as_a_string_too(tmp_path: Path) -> None:
+    writer = VaultWriter(str(tmp_path))
+    writer.append_diary("kites", date="2026-01-01", time="10:00")
+    assert "kites" in (tmp_path / "diary" / "2026-01-01.md").read_text(encoding="utf-8")

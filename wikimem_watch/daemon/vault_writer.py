@@ -80,13 +80,13 @@ class VaultWriter:
 
     def __init__(
         self,
-        root: Path,
+        root: Path | str,
         *,
         journal: Journal | None = None,
         on_written: Callable[[str], int] | None = None,
         indexed_hash: Callable[[str], str | None] | None = None,
     ) -> None:
-        self.root = root
+        self.root = root = Path(root)  # the README's snippet passes a str
         self.journal = journal if journal is not None else Journal(root)
         self.on_written = on_written
         self.indexed_hash = indexed_hash  # rel → the text hash the index holds for it
