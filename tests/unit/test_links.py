@@ -93,3 +93,19 @@ def test_a_hub_note_brings_a_few_linked_entries_the_best_first(tmp_path: Path) -
     assert linked[0]["path"] == "n07.md"  # matches the query: first
     assert [c["path"] for c in linked[1:]] == ["n00.md", "n01.md", "n02.md", "n03.md"]
     assert hub["linked_more"] == 12 - MAX_LINKED
+
+
+def test_a_whole_note_link_brings_the_section_the_hit_names_when_none_matches(
+    tmp_path: Path,
+) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "wiki/projects.md": "## Billing\n\nrefunds\n\n## Pantry\n\na recipe app\n",
+            "diary/2026-11-24.md": (
+                "# 2026-11-24\n\n## 14:00\n\nPantry: install docs [[file:projects]]\n"
+            ),
+        },
+    )
+    (hit,) = hits(run_query(engine, QueryRequest(q="install docs", k=1)))
+    assert [c["heading"] for c in hit["linked"]] == ["Pantry"]  # type: ignore[union-attr]

@@ -500,3 +500,17 @@ def test_a_one_character_chinese_or_korean_word_finds_the_sentence_it_is_in(
         assert [h["path"] for h in got] == [f"diary/{where}.md"], q
         assert got[0]["matched_terms"] == [q]
     assert hits(ask(engine, q="鱼")) == []
+
+
+def test_a_question_particle_is_not_what_an_entry_is_found_by(tmp_path: Path) -> None:
+    """ "看牙医了吗": 了吗 asks; an entry that shares only it ("遇到什么麻烦了吗") is no match."""
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-03-02.md": "# 2026-03-02\n\n## 09:00\n\n路上遇到什么麻烦了吗？\n",
+            "diary/2026-03-03.md": "# 2026-03-03\n\n## 10:00\n\n下午去看牙医。\n",
+        },
+    )
+    got = hits(ask(engine, q="看牙医了吗", k=5))
+    assert [h["path"] for h in got] == ["diary/2026-03-03.md"]
+    assert [h["path"] for h in hits(ask(engine, q="了吗"))] == ["diary/2026-03-02.md"]  # alone

@@ -82,7 +82,8 @@ def expand(
     """Attach to each hit, as ``linked``, the entries its links point at (one hop).
 
     A link to a section brings that section; a link to a whole note (or to a heading the
-    note lacks) brings the note's best section for the query (its first when none matches).
+    note lacks) brings the note's best section for the query, else the one whose heading the
+    hit names, else its first.
     A hit brings at most ``MAX_LINKED``, those that match the query best first, then in link
     order, and says how many more it had (``linked_more``). An entry already shown as a hit
     or as another hit's context is not repeated. Context never takes a hit's place in ``k``,
@@ -97,6 +98,8 @@ def expand(
             targets = [t for t in engine.resolve_slots(link) if passes_slot(req, engine, t)]
             if targets:
                 best_slot, score = _best_for(targets, scored)
+                if score == 0.0 and len(targets) > 1:  # none matches: the one the hit names
+                    best_slot = _named_in(engine, targets, str(hit["text"])) or best_slot
                 candidates.append((-score, n, best_slot, link))
         linked: list[dict[str, object]] = []
         more = 0
@@ -134,6 +137,18 @@ def _best_for(targets: list[int], scored: tuple[I64, F64]) -> tuple[int, float]:
         if score > best_score:
             best, best_score = slot, score
     return best, best_score
+
+
+def _named_in(engine: Engine, targets: list[int], text: str) -> int | None:
+    """Of a linked note's sections, the one whose heading the linking text names ("Pantry:
+    … [[file:projects]]" → the Pantry item), the longest such heading; None when none is."""
+    lowered = text.lower()
+    named = [
+        (len(h), t)
+        for t in targets
+        if len(h := (engine.store.heading.get(t) or "").strip().lower()) > 1 and h in lowered
+    ]
+    return max(named)[1] if named else None
 
 
 def _score_of(slot: int, scored: tuple[I64, F64]) -> float:

@@ -53,6 +53,19 @@ class VectorSignal(Protocol):
         """Embed the query ahead (outside the engine lock), so ``cosines`` finds it ready."""
 
 
+# Sentence particles and structural words: a query bigram of nothing else ("了吗", "的了")
+# asks, it says nothing. Dropped from the question's terms only (the index keeps them), and
+# only when other terms are left.
+_PARTICLES = frozenset("了吗呢吧啊呀嘛的地得么")
+
+
+def content_terms(terms: list[str]) -> list[str]:
+    """The question's terms without bigrams made only of particles (all of them when
+    nothing else is left)."""
+    kept = [t for t in terms if len(t) != 2 or t[0] not in _PARTICLES or t[1] not in _PARTICLES]
+    return kept or terms
+
+
 def run_query(
     engine: Engine, req: QueryRequest, vectors: VectorSignal | None = None
 ) -> dict[str, object]:
@@ -63,7 +76,7 @@ def run_query(
         vectors = None  # the engine keeps no vector keys without an embedder (ADR-0008)
     now = local_now(req)
     gate, text, time_only = resolve_gate(req, now)
-    terms = engine.tokenizer(text)
+    terms = content_terms(engine.tokenizer(text))
     listing = time_only or not terms
     if vectors is not None and _weights(engine, req).vector > 0 and not listing:
         vectors.warm(text)  # a model call must not hold the lock the writer needs
