@@ -372,3 +372,10 @@ def test_a_true_setting_from_env_or_file_can_be_turned_off_by_a_flag(
         args.vault = args.vault_pos
     assert config_from_args(on).poll and config_from_args(on).follow_external_symlinks
     assert not config_from_args(off).poll and not config_from_args(off).follow_external_symlinks
+
+
+def test_a_query_of_several_words_needs_no_quotes() -> None:
+    quoted = cli("query", "--vault", str(EXAMPLE), "--in-process", "--json", "half marathon")
+    bare = cli("query", "--vault", str(EXAMPLE), "--in-process", "--json", "half", "marathon")
+    assert bare.returncode == 0, bare.stderr
+    assert json.loads(bare.stdout)["hits"] == json.loads(quoted.stdout)["hits"]

@@ -146,3 +146,14 @@ def test_log_lines_are_dropped_not_waited_for_when_stderr_is_a_full_pipe() -> No
         os.dup2(saved, 2)
         for fd in (saved, r, w):
             os.close(fd)
+
+
+def test_a_long_hit_shows_the_part_around_its_first_matched_term() -> None:
+    from wikimem_watch.shells.output import SNIPPET_CHARS, snippet
+
+    text = "Basil, mint and thyme on the sill. " * 6 + "Then the kayak on the river, cold."
+    shown = snippet(text, ["kayak"])
+    assert "kayak" in shown and shown.startswith("…") and len(shown) <= SNIPPET_CHARS + 1
+    assert snippet(text, ["basil"]) == text[:SNIPPET_CHARS] + "…"  # at the start: the start
+    assert snippet(text, []) == text[:SNIPPET_CHARS] + "…"
+    assert snippet("short", ["x"]) == "short"

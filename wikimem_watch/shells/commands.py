@@ -53,12 +53,32 @@ def stop_command(args: argparse.Namespace) -> int:
         path = client.path
         reply = obj(client.call("shutdown"))
     deadline = time.monotonic() + args.wait
-    while path.exists() and time.monotonic() < deadline:
+    pid = reply.get("pid")
+    # Gone, not only its socket: it saves its snapshot last, and a `stop && serve` in a
+    # script must not meet the old daemon still holding the vault.
+    while (path.exists() or _alive(pid)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if path.exists():
-        raise DaemonUnavailable(f"daemon pid {reply['pid']} is still stopping after {args.wait}s")
-    print(f"stopped daemon pid {reply['pid']}")
+    if path.exists() or _alive(pid):
+        raise DaemonUnavailable(f"daemon pid {pid} is still stopping after {args.wait}s")
+    print(f"stopped daemon pid {pid}")
     return 0
+
+
+def _alive(pid: object) -> bool:
+    """Whether process ``pid`` (on this machine: the socket is local) still runs."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # exited but not reaped by its parent yet (a zombie): gone for us
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def check_command(args: argparse.Namespace) -> int:

@@ -85,13 +85,32 @@ def _window_line(gate: dict[str, object], result: dict[str, object]) -> str:
     return f"window {gate['start']} .. {gate['end']} [{source}] ({', '.join(notes)})"
 
 
+SNIPPET_CHARS = 110
+
+
+def snippet(text: str, matched: object, width: int = SNIPPET_CHARS) -> str:
+    """``width`` characters of ``text``: its start, or, when the first matched term lies
+    past that, the part around it (a long item hit by a word in its last paragraph)."""
+    if len(text) <= width:
+        return text
+    lowered, start = text.lower(), 0
+    if isinstance(matched, list):
+        found = [i for t in matched if isinstance(t, str) and t and (i := lowered.find(t)) >= 0]
+        first = min(found, default=0)
+        if first > width - 20:  # not in what the start shows
+            start = max(0, min(first - width // 3, len(text) - width + 1))
+    head = "…" if start else ""
+    cut = text[start : start + width - len(head)]
+    return f"{head}{cut}{'…' if start + len(cut) < len(text) else ''}"
+
+
 def _print_hit(hit: dict[str, object], indent: str) -> None:
     when = " ".join(str(x) for x in (hit.get("date"), hit.get("time")) if x) or "-"
     score = hit.get("score")
     score_s = f"{score:6.3f}" if isinstance(score, float) else "     -"
     text = " ".join(str(hit["text"]).split())
     print(f"{indent}{score_s}  {when:16}  {hit['path']}:{hit['line']}  {hit['heading']}")
-    print(f"{indent}        {text[:110]}{'…' if len(text) > 110 else ''}")
+    print(f"{indent}        {snippet(text, hit.get('matched_terms'))}")
     explain = hit.get("explain")
     if isinstance(explain, dict) and "bm25_raw" in explain:
         w = explain["weights"]

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 def query_command(args: argparse.Namespace) -> int:
     """Through the vault's daemon when one runs; else in-process (said once on stderr)."""
+    if isinstance(args.text, list):  # `query --vault v half marathon`: one query of two words
+        args.text = " ".join(args.text)
     client = daemon_or_none(args)
     if client is not None:
         with client:
