@@ -111,3 +111,28 @@ def test_sections_are_the_slices_a_line_split_gives(body: str) -> None:
     title, title_line, sections = _sections(body, 0)
     got = (title, title_line, [(s.heading, s.line, s.body) for s in sections])
     assert got == sections_by_lines(body)
+
+
+# The inline tag pattern as it was first written: its look-behind tried at every character.
+_TAG_LOOKBEHIND_FIRST = re.compile(r"(?<![\w#&/=(\[])#(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="#a1_/-=&([ \n\téé火`", max_size=40))
+def test_the_tag_pattern_finds_what_a_look_behind_first_one_finds(text: str) -> None:
+    from wikimem_watch.core.parse import _TAG
+
+    def found(pattern: re.Pattern[str]) -> list[tuple[int, int, str]]:
+        return [(*m.span(), m.group("tag")) for m in pattern.finditer(text)]
+
+    assert found(_TAG) == found(_TAG_LOOKBEHIND_FIRST)
+    assert _TAG.findall(text) == [tag for _, _, tag in found(_TAG_LOOKBEHIND_FIRST)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="\n \ta\u3000\x0b", max_size=20))
+def test_blank_lines_fold_the_same_before_or_after_the_strip(raw: str) -> None:
+    from wikimem_watch.core.parse import _BLANK_LINES
+
+    stripped = raw.strip()
+    assert _BLANK_LINES.sub("\n\n", raw).strip() == _BLANK_LINES.sub("\n\n", stripped)

@@ -18,6 +18,7 @@ from wikimem_watch.core.tokenize import STOP_WORDS, Tokenizer
 ALPHABET = list(
     "aZ09_'’ʼ -.,!?#\n\t\u00ad\u200b" "éÉçñß" "ＡＢ１" "ﬁ" "\u0301" "火锅吃猫年糕" "𠀀"
     "カタナ・゛゠ｶ" "ぁん" "한국어" "가" "ㄱ" "абв" "αβ" "١٢" "\ue000" "™" "½" "\u3000"
+    "，？！：；（）＇"
 )  # fmt: skip
 TEXTS = st.text(alphabet=ALPHABET, max_size=80)
 WORDS = st.lists(
@@ -49,6 +50,12 @@ def test_fast_tokenizer_equals_the_rules_over_the_whole_text(
     tokenizer = Tokenizer(**config)  # type: ignore[arg-type]
     for text in [*texts, *texts]:  # the second time through, pieces come from the cache
         assert tokenizer.tokenize(text) == rules(tokenizer, text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(TEXTS)
+def test_the_fullwidth_shortcut_is_nfkc(text: str) -> None:
+    assert tokenize_module._nfkc(text) == unicodedata.normalize("NFKC", text)
 
 
 def test_a_full_piece_cache_is_cleared_and_tokens_stay_right(

@@ -331,7 +331,7 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
                 touched.add(day)
         minute, line = self.store.minute, self.store.line
         for day in touched:
-            ordered = sorted(self.days[day], key=lambda s: (int(minute[s]), int(line[s])))
+            ordered = sorted(self.days[day], key=lambda s: (minute.item(s), line.item(s)))
             self.days[day] = array("i", ordered)
             self._link_day(day)
 

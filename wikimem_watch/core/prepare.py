@@ -123,9 +123,8 @@ class FilePreparer:
             asked = asked_before(entries, asking)
         else:
             asked = [""] * len(entries)
-        return [
-            self.tokenizer(indexed_text(e, weight, q)) for e, q in zip(entries, asked, strict=True)
-        ]
+        tokenize = self.tokenizer.tokenize
+        return [tokenize(indexed_text(e, weight, q)) for e, q in zip(entries, asked, strict=True)]
 
     def stat(self, rel: str) -> tuple[int, int, bool, int, int] | None:
         """(mtime_ns, size, racy, inode, ctime_ns) of a note, through symlinks; None when it

@@ -228,29 +228,39 @@ class EntryStore:
         self.key.put(rows, keys)
         self.heading.put(rows, [e.heading for e in entries])
         self.text.put(rows, [e.text for e in entries])
-        derived = self._derived
-        for slot, e in zip(slots, entries, strict=True):
-            meta = dict(e.meta) if e.meta else {}
-            values = (e.ts, e.owner, e.source)
-            for value, name, overrides in zip(values, DERIVED, derived, strict=True):
-                if value != meta.get(name):
-                    overrides[slot] = value
-                elif overrides:
-                    overrides.pop(slot, None)
         self.tags.put(rows, [[(t,) for t in e.tags] for e in entries])
-        metas = [_meta_text(e.meta) for e in entries]
-        odd = self.overrides["meta"]
-        for slot, e, text in zip(slots, entries, metas, strict=True):
-            if text is not None and _meta_of(text) != e.meta:
-                odd[slot] = json.dumps(e.meta)  # not as parsed
-            elif odd:
-                odd.pop(slot, None)
-        self.meta.put(rows, metas)
+        self.meta.put(rows, self._metas(slots, entries))
         self.links.put(
             rows,
             [[(k.target, k.heading, k.alias) for k in e.links] for e in entries],
             [[_link_flags(k) for k in e.links] for e in entries],
         )
+
+    def _metas(self, slots: Sequence[int], entries: Sequence[Entry]) -> list[str | None]:
+        """Each entry's metadata as stored (``_meta_text``), noting in ``overrides`` what
+        the text cannot give back: metadata not as the parser writes it (kept as JSON), a
+        ts, owner or source other than the metadata's (``DERIVED``). One pass; an entry
+        whose fields agree with its metadata, with no override held, costs one comparison."""
+        derived = self._derived
+        odd = self.overrides["meta"]
+        texts: list[str | None] = []
+        for slot, e in zip(slots, entries, strict=True):
+            text = _meta_text(e.meta)
+            if text is not None and _meta_of(text) != e.meta:
+                odd[slot] = json.dumps(e.meta)  # not as parsed
+            elif odd:
+                odd.pop(slot, None)
+            texts.append(text)
+            values = (e.ts, e.owner, e.source)
+            theirs = tuple(map(dict(e.meta).get, DERIVED)) if e.meta else (None, None, None)
+            if values == theirs and not any(derived):
+                continue  # nothing to note, nothing to forget
+            for value, their, overrides in zip(values, theirs, derived, strict=True):
+                if value != their:
+                    overrides[slot] = value
+                elif overrides:
+                    overrides.pop(slot, None)
+        return texts
 
     def drop(self, slots: Sequence[int]) -> None:
         """Forget the entries at ``slots`` (their neighbour links are the caller's)."""

@@ -77,13 +77,36 @@ def _fold(word: str) -> str:
     return unicodedata.normalize("NFC", stripped).translate(_PLAIN_LETTERS)
 
 
+# Fullwidth punctuation common in Chinese text, as NFKC writes it: each is its own full
+# compatibility decomposition's one ASCII character.
+_FULLWIDTH = tuple(
+    (chr(c), unicodedata.normalize("NFKC", chr(c))) for c in map(ord, "，？！：；（）")
+)
+
+
+def _nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, cheaper for the usual reason a text is not
+    normalised: fullwidth punctuation ("，", "？"; ~40% of the bench corpus's texts).
+
+    Replacing a character by its full compatibility decomposition (here one ASCII character,
+    of combining class 0) leaves the text's NFKD, so its NFKC, unchanged; when what is left
+    is already normalised, it is therefore the NFKC of ``text``. At 10k entries of the bench
+    vault, a few ``str.replace`` scans took 2 ms where normalising took 26 ms."""
+    out = text
+    for wide, narrow in _FULLWIDTH:
+        out = out.replace(wide, narrow)
+    if out is not text and unicodedata.is_normalized("NFKC", out):
+        return out
+    return unicodedata.normalize("NFKC", text)
+
+
 def _plain(text: str) -> str:
     """Non-ASCII text in the one form both a note and a query are cut from: no invisible
     characters (first, so an accent they stood before still composes), NFKC, one apostrophe."""
     if _INVISIBLE.search(text):
         text = _INVISIBLE.sub("", text)
     if not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
+        text = _nfkc(text)
     if "\u2019" in text or "\u02bc" in text:
         text = text.translate(_APOSTROPHES)
     return text
@@ -110,8 +133,10 @@ _PIECE_CACHE_CHARS_EAST = 4  # a piece with any other character
 # its word class is within ``\w``, and a piece ends only where no ``_TOKEN`` match could
 # go on), so ``_TOKEN`` applied piece by piece yields what it yields over the whole text.
 # One class without groups scans about twice as fast as ``_TOKEN``'s four.
+# Possessive quantifiers: a piece is maximal anyway (nothing after it can fail), so the matcher
+# need not keep the positions it could back up to (~15% faster, the same matches).
 _EAST = _CJK + _KANA + _HANGUL
-_PIECE = re.compile(rf"[\w{_EAST}]+(?:'[\w{_EAST}]+)*")  # every tokenize: compiled at import
+_PIECE = re.compile(rf"[\w{_EAST}]++(?:'[\w{_EAST}]++)*+")  # every tokenize: compiled at import
 _CJK_RUN = rf"[{_CJK}]+"
 
 
@@ -147,8 +172,10 @@ class Tokenizer:
             text = _plain(text)
         pieces = _PIECE.findall(text)
         terms = list(map(self._pieces.get, pieces))
-        if None in terms:
-            terms = [self._piece(p) if t is None else t for p, t in zip(pieces, terms, strict=True)]
+        i = -1
+        for _ in range(terms.count(None)):  # pieces not seen before, found by C-level searches
+            i = terms.index(None, i + 1)
+            terms[i] = self._piece(pieces[i])
         return list(chain.from_iterable(terms))  # type: ignore[arg-type]  # no None is left
 
     def _piece(self, piece: str) -> tuple[str, ...]:
