@@ -158,28 +158,3 @@ def test_a_string_column_streams_what_it_gathers_in_bounded_pieces() -> None:
         assert sizes.tolist() == col.size[order].tolist()
     rows = np.array([0, 1, 2, 3, 5], dtype=np.int64)
     assert col.gather(rows)[0] == "abjkcdefghi火".encode()
-
-
-def test_an_entry_is_made_as_its_dataclass_would_make_it() -> None:
-    """``Entry.__init__`` sets the slots directly (``models._direct_init``): the generated
-    one's parameters and defaults, an equal object, still frozen."""
-    import dataclasses
-    import inspect
-
-    params = list(inspect.signature(Entry).parameters.values())
-    fields = dataclasses.fields(Entry)
-    assert [p.name for p in params] == [f.name for f in fields]
-    empty = inspect.Parameter.empty
-    assert [p.default for p in params] == [
-        empty if f.default is dataclasses.MISSING else f.default for f in fields
-    ]
-    entry = Entry("a#b", "wiki", "a", "b", 1, "t", "0" * 32, tags=("x",))
-    assert entry == Entry(
-        id="a#b", kind="wiki", path="a", heading="b", line=1, text="t", hash="0" * 32,
-        date=None, tags=("x",),
-    )  # fmt: skip
-    assert (entry.date, entry.meta, entry.aliases) == (None, (), ())
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        entry.text = "x"  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        Entry("a#b")  # type: ignore[call-arg]

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import MISSING, dataclass, field, fields
-from types import FunctionType
-from typing import Literal, TypeVar
+from dataclasses import dataclass, field
+from typing import Literal
 
 # "x.png", "scan.pdf", "clip.mp3": a file name with an extension other than .md. A version
 # number ("Release 1.2") is not an extension: it must start with a letter.
@@ -71,38 +70,6 @@ class Entry:
             "title": self.title,
             "text": self.text,
         }
-
-
-T = TypeVar("T")
-
-
-def _direct_init(cls: type[T]) -> type[T]:
-    """Give a frozen slots dataclass an ``__init__`` that sets each field through its slot's
-    own descriptor.
-
-    The generated one must go through ``object.__setattr__(self, "name", value)`` for each
-    field (the class's own ``__setattr__`` refuses), a lookup by name every time: 2.0 µs for
-    an ``Entry`` against 1.3 µs, paid for every entry parsed and every one the store builds.
-    Same parameters and defaults (the generated function's own), same object; a field with
-    a default factory would need the generated code, so it is refused here."""
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    if any(f.default_factory is not MISSING for f in fields(cls)):  # type: ignore[arg-type]
-        raise TypeError(f"{cls.__name__}: a default factory needs the generated __init__")
-    generated = cls.__dict__["__init__"]
-    setters = {f"_set_{name}": getattr(cls, name).__set__ for name in names}
-    body = "".join(f"    _set_{name}(self, {name})\n" for name in names)
-    namespace: dict[str, object] = {}
-    exec(f"def __init__(self, {', '.join(names)}):\n{body}", setters, namespace)
-    init = namespace["__init__"]
-    assert isinstance(init, FunctionType) and isinstance(generated, FunctionType)
-    init.__defaults__, init.__kwdefaults__ = generated.__defaults__, generated.__kwdefaults__
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__annotations__ = generated.__annotations__
-    setattr(cls, "__init__", init)  # noqa: B010  # (mypy refuses assigning a method)
-    return cls
-
-
-_direct_init(Entry)
 
 
 @dataclass(frozen=True, slots=True)
