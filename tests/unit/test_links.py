@@ -109,3 +109,30 @@ def test_a_whole_note_link_brings_the_section_the_hit_names_when_none_matches(
     )
     (hit,) = hits(run_query(engine, QueryRequest(q="install docs", k=1)))
     assert [c["heading"] for c in hit["linked"]] == ["Pantry"]  # type: ignore[union-attr]
+
+
+def test_names_compare_in_nfc_and_a_wikimem_link_prefers_wiki(tmp_path: Path) -> None:
+    """A macOS file name is NFD ("Cafe" + U+0301); a link typed either way finds it. A root
+    people.md does not take [[people:Ann]] from wiki/people.md."""
+    engine = engine_for(
+        tmp_path,
+        {
+            "Cafe\u0301.md": "## menu\n\ncoffee\n",
+            "people.md": "## Ann\n\nthe other Ann\n",
+            "wiki/people.md": "## Ann\n\nsails\n",
+        },
+    )
+    assert (
+        paths(engine, Link("Caf\u00e9")) == paths(engine, Link("Cafe\u0301")) == {"Cafe\u0301.md"}
+    )
+    assert paths(engine, Link("people", "Ann", style="wikimem")) == {"wiki/people.md"}
+    assert paths(engine, Link("file", "people", style="wikimem")) == {"wiki/people.md"}
+    assert paths(engine, Link("people", "Ann")) == {"people.md"}  # Obsidian: the shallowest
+
+
+def test_linked_more_counts_entries_not_links(tmp_path: Path) -> None:
+    notes = {f"n{i}.md": f"## n{i}\n\nplain {i}\n" for i in range(6)}
+    notes["hub.md"] = "## hub\n\nzebra: " + " ".join(f"[[n{i}]]" for i in range(6)) + " [[n5]]" * 3
+    engine = engine_for(tmp_path, notes)
+    (hub,) = hits(run_query(engine, QueryRequest(q="zebra", k=1)))
+    assert len(hub["linked"]) == MAX_LINKED and hub["linked_more"] == 1  # type: ignore[arg-type]

@@ -514,3 +514,10 @@ def test_a_question_particle_is_not_what_an_entry_is_found_by(tmp_path: Path) ->
     got = hits(ask(engine, q="看牙医了吗", k=5))
     assert [h["path"] for h in got] == ["diary/2026-03-03.md"]
     assert [h["path"] for h in hits(ask(engine, q="了吗"))] == ["diary/2026-03-02.md"]  # alone
+
+
+def test_a_window_at_the_end_of_the_calendar_widens_without_overflow(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, {"a.md": "## x\n\nhello\n"})
+    for day in ("9999-12-31", "0001-01-01"):
+        result = ask(engine, q="x", time_range=f"{day}..{day}", now=f"{day}T10:00")
+        assert result["time_range"]["entries"] == 0  # type: ignore[index]

@@ -162,3 +162,10 @@ def test_a_vault_whose_name_is_not_utf8_has_a_key_and_a_snapshot_path(tmp_path: 
     config = load_config(vault)
     assert len(vault_key(config)) == 16
     assert config.snapshot_path is not None and config.snapshot_path.name == "index.snapshot"
+
+
+def test_a_peer_id_for_a_cache_dir_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    from wikimem_watch.vectors.peers import peer_id
+
+    cache = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"c\xff")))
+    assert len(peer_id(cache)) == 12

@@ -212,6 +212,8 @@ POSITIVE = [
     _case("en-lower-march-with-year", "march 2023", "2023-03-01", "2023-03-31"),
     _case("en-lower-on-march-10", "what did we do on march 10", "2026-03-10"),
     _case("en-lower-may-3rd", "may 3rd dinner", "2026-05-03"),
+    _case("en-lower-it-may-3", "was it may 3 when we met", "2026-05-03"),
+    _case("en-lower-and-may-3", "lunch with ann and may 3", "2026-05-03"),
     _case("en-in-2021", "I went hiking in 2021", "2021-01-01", "2021-12-31"),
     _case("en-during-2019", "during 2019", "2019-01-01", "2019-12-31"),
     _case(
@@ -625,6 +627,7 @@ def test_preposition_belongs_to_the_span() -> None:
         ("现在5月了", "5月", "现在 了"),  # the 在 of 现在 (now) is a word's
         ("5月4日这天气真好", "5月4日", "这天气真好"),  # 天气 (weather) is not 这天
         ("昨天在公园", "昨天", "在公园"),
+        ("关于5月4日的会议", "5月4日", "关于 的会议"),  # the 于 of 关于 (about) is the word's
     ],
 )
 def test_a_chinese_time_phrase_takes_its_preposition_and_that_day(

@@ -88,7 +88,12 @@ class Bm25Index(Bm25Queries):
         self._dirty_terms: set[int] = set()
         self._total_len = 0
         self.forgotten = 0  # terms dropped at df 0 (their ids are never given again)
-        self._char_terms: dict[str, tuple[int, list[int]]] = {}  # bm25_query._char_term_ids
+        # One-character query terms (bm25_query): the vocabulary by East-Asian character,
+        # indexed up to term id ``_char_indexed``, and unions valid while ``changes`` holds.
+        self._char_index: dict[str, list[int]] = {}
+        self._char_indexed = 0
+        self._char_memo: dict[str, tuple[int, tuple[I32, F64, int] | None]] = {}
+        self.changes = 0  # counts add_many, remove and settle: what a union depends on
         # A cold build's postings, not yet in the base (its terms' df are 0 until then).
         self._bulk: BulkPostings | None = None
 
@@ -167,6 +172,7 @@ class Bm25Index(Bm25Queries):
         bulk, self._bulk = self._bulk, None
         if bulk is None:
             return
+        self.changes += 1
         counts, slots, tfs = bulk.build(len(self._terms))
         self._df = counts.tolist()
         self._base_len = counts
@@ -188,6 +194,7 @@ class Bm25Index(Bm25Queries):
         document by document: one buffer append per distinct term of the batch instead of
         one per (term, document) pair, and no per-document ``Counter`` (ADR-0019).
         """
+        self.changes += 1
         new_from = self._slots
         reuse = [self._free.pop() for _ in range(min(len(self._free), len(docs)))]
         slots = reuse + self._new_slots(len(docs) - len(reuse))
@@ -308,6 +315,7 @@ class Bm25Index(Bm25Queries):
         if not self.alive(slot):
             raise KeyError(f"no document at slot {slot}")
         self._settled()
+        self.changes += 1
         counts = Counter(tokens)
         tids = [self._term_id.get(t, -1) for t in counts]
         if len(tokens) != self._doc_len[slot] or -1 in tids or not self._holds(slot, tids):

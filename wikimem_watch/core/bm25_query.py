@@ -18,6 +18,7 @@ import math
 import re
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,10 +34,12 @@ _EAST_CHAR = re.compile(
     "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
     "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"
 )
-CHAR_CACHE_SIZE = 4096  # characters whose terms are remembered (ids only grow: extended)
+_EAST_TERM = re.compile(f"{_EAST_CHAR.pattern}{{1,2}}")  # a unigram or bigram of that script
+MAX_CHARS = 16  # one-character terms a query scores as characters (the rest as terms)
+CHAR_MEMO_SIZE = 64  # characters whose union is remembered until the index changes
 
 
-def _is_char(term: str) -> bool:
+def is_char_term(term: str) -> bool:
     """A query term that is one East-Asian character (scored as the character, above)."""
     return len(term) == 1 and _EAST_CHAR.match(term) is not None
 
@@ -61,7 +64,10 @@ class Bm25Queries:
     _base_len: I32
     _base_slots: I32
     _base_tfs: npt.NDArray[np.integer]
-    _char_terms: dict[str, tuple[int, list[int]]]
+    _char_index: dict[str, list[int]]
+    _char_indexed: int
+    _char_memo: dict[str, tuple[int, tuple[I32, F64, int] | None]]
+    changes: int
 
     if TYPE_CHECKING:
 
@@ -79,7 +85,12 @@ class Bm25Queries:
         self._settled()
         if not self._live:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-        found = [got for term in dict.fromkeys(terms) if (got := self._query_postings(term))]
+        as_chars = self._expanded_chars(terms)
+        found = [
+            got
+            for term in dict.fromkeys(terms)
+            if (got := self._query_postings(term, term in as_chars))
+        ]
         if not found:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         n = self._live
@@ -107,12 +118,19 @@ class Bm25Queries:
         hit = np.flatnonzero(scores > 0.0)
         return hit.astype(np.int64), scores[hit]
 
+    @staticmethod
+    def _expanded_chars(terms: Iterable[str]) -> frozenset[str]:
+        """The query's one-character terms scored as characters: the first ``MAX_CHARS``
+        (a query of many spaced characters is rare, and each costs a union of postings)."""
+        chars = [t for t in dict.fromkeys(terms) if is_char_term(t)]
+        return frozenset(chars[:MAX_CHARS])
+
     def _query_postings(
-        self, term: str
+        self, term: str, as_char: bool = False
     ) -> tuple[npt.NDArray[np.integer], npt.NDArray[np.number], int] | None:
         """(slots, tfs, df) a query term is scored by, or None when no document holds it.
         The caller has settled the index (a cold build's df are 0 until then)."""
-        if _is_char(term):
+        if as_char:
             return self._char_postings(term)
         tid = self._term_id.get(term)
         if tid is None or self._df[tid] == 0:
@@ -126,37 +144,48 @@ class Bm25Queries:
 
         A character inside a run starts one bigram and ends another, so its count is the
         larger of the two sums (a lone character, a term of its own, counts in both): exact
-        unless, in one document, it both begins a run and ends one (then one short a time)."""
+        unless, in one document, it both begins a run and ends one (then one short a time).
+        Remembered until the index changes (a query scores it, then names its matches)."""
+        memo = self._char_memo.get(char)
+        if memo is not None and memo[0] == self.changes:
+            return memo[1]
         parts = []
         for tid in self._char_term_ids(char):
             if self._df[tid]:
                 slots, counts = self.postings(tid)
                 term = self._terms[tid]
                 parts.append((slots, counts, term[0] == char, term[-1] == char))
-        if not parts:
-            return None
-        held, at = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
-        sums = [
-            np.bincount(at, weights=np.concatenate([p[1] * p[side] for p in parts]))
-            for side in (2, 3)  # as the first character of its terms, as the last
-        ]
-        tfs: F64 = np.maximum(sums[0], sums[1]).astype(np.float64)
-        live = held[self._alive[held]] if self._dead else held
-        return (held.astype(np.int32), tfs, int(live.size)) if live.size else None
+        found: tuple[I32, F64, int] | None = None
+        if parts:
+            held, at = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+            sums = [
+                np.bincount(at, weights=np.concatenate([p[1] * p[side] for p in parts]))
+                for side in (2, 3)  # as the first character of its terms, as the last
+            ]
+            tfs: F64 = np.maximum(sums[0], sums[1]).astype(np.float64)
+            live = held[self._alive[held]] if self._dead else held
+            found = (held.astype(np.int32), tfs, int(live.size)) if live.size else None
+        if len(self._char_memo) >= CHAR_MEMO_SIZE:
+            self._char_memo.clear()
+        self._char_memo[char] = (self.changes, found)
+        return found
 
     def _char_term_ids(self, char: str) -> list[int]:
-        """Ids of the one- and two-character terms holding ``char``. Term ids are never
-        given again (a dropped term's name becomes ""), so a remembered list is extended by
-        the terms added since, never rebuilt."""
-        done, ids = self._char_terms.get(char, (0, []))
-        terms = self._terms
+        """Ids of the one- and two-character East-Asian terms holding ``char``, from one
+        index of the vocabulary by character. Term ids are never given again (a dropped
+        term's name becomes ""), so the index is extended by the terms added since, never
+        rebuilt."""
+        terms, index, done = self._terms, self._char_index, self._char_indexed
         if done < len(terms):
-            more = [i for i, t in enumerate(terms[done:], done) if char in t and len(t) <= 2]
-            if len(self._char_terms) >= CHAR_CACHE_SIZE:
-                self._char_terms.clear()
-            ids = ids + more
-            self._char_terms[char] = (len(terms), ids)
-        return ids
+            # The East-Asian terms found by C-level iteration; the loop is over those only.
+            east = compress(range(done, len(terms)), map(_EAST_TERM.fullmatch, terms[done:]))
+            for tid in east:
+                term = terms[tid]
+                index.setdefault(term[0], []).append(tid)
+                if len(term) == 2 and term[1] != term[0]:
+                    index.setdefault(term[1], []).append(tid)
+            self._char_indexed = len(terms)
+        return index.get(char, [])
 
     def information(self, terms: Iterable[str]) -> float:
         """The sum of the idf of the distinct ``terms`` the index holds: how much a text with
@@ -183,12 +212,13 @@ class Bm25Queries:
         want = [s if self.alive(s) else -1 for s in slots]
         rows = np.asarray(want, dtype=np.int64)
         out: list[list[str]] = [[] for _ in want]
+        as_chars = self._expanded_chars(terms)
         for term in dict.fromkeys(terms):
-            got = self._query_postings(term) if rows.size else None
+            got = self._query_postings(term, term in as_chars) if rows.size else None
             if got is None:
                 continue
             held = got[0]  # a character's union is sorted; a term's postings may not be
-            if self._term_id.get(term, -1) in self._unsorted and not _is_char(term):
+            if term not in as_chars and self._term_id.get(term, -1) in self._unsorted:
                 found = np.isin(rows, held)
             else:
                 at = np.minimum(np.searchsorted(held, rows), max(held.size - 1, 0))

@@ -185,5 +185,5 @@ def _rank(path: str, key: str, wiki: bool) -> tuple[int, int, int, str]:
     """How well ``path`` answers to name ``key``: by path or file name before by title or
     alias; for a wikimem link a note under wiki/ first; then the shallowest."""
     base = unicodedata.normalize("NFC", path.removesuffix(".md")).lower()
-    how = 0 if base == key else 1 if base.rsplit("/", 1)[-1] == key else 2
+    how = 0 if base == key or base.rsplit("/", 1)[-1] == key else 1
     return (how, 0 if wiki and path.startswith("wiki/") else 1, path.count("/"), path)

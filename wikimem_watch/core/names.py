@@ -8,6 +8,7 @@ Pure functions over the engine's table; the engine owns it and calls them under 
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import PurePosixPath
 
 Names = dict[str, str | set[str]]
@@ -21,7 +22,8 @@ def name_keys(rel: str, title: str | None, aliases: tuple[str, ...]) -> set[str]
         keys.add(title.lower())
     keys.update(a.lower() for a in aliases)
     keys.discard("")
-    return keys
+    # In NFC, as links are looked up: a file name from macOS is NFD ("Cafe" + U+0301).
+    return {k if k.isascii() else unicodedata.normalize("NFC", k) for k in keys}
 
 
 def add_names(names: Names, rel: str, keys: set[str]) -> None:

@@ -101,19 +101,22 @@ def expand(
                 if score == 0.0 and len(targets) > 1:  # none matches: the one the hit names
                     best_slot = _named_in(engine, targets, str(hit["text"])) or best_slot
                 candidates.append((-score, n, best_slot, link))
-        linked: list[dict[str, object]] = []
-        more = 0
+        chosen: list[tuple[int, Entry, Link]] = []
+        more: set[str] = set()
         for _, _, best_slot, link in sorted(candidates, key=lambda c: (c[0], c[1])):
             best = engine.slot_entry(best_slot)
             cost = estimate_tokens(f"{best.heading}\n{best.text}")
             if best.id in seen or (budget is not None and used + cost > budget):
                 continue
-            if len(linked) == MAX_LINKED:
-                more += 1
+            if len(chosen) == MAX_LINKED:
+                more.add(best.id)  # an entry, not a link: two links to it are one more
                 continue
             seen.add(best.id)
             used += cost
-            matched = engine.index.matched_terms(best_slot, terms)
+            chosen.append((best_slot, best, link))
+        matched_of = engine.index.matched_terms_of([c[0] for c in chosen], terms)
+        linked: list[dict[str, object]] = []
+        for (_, best, link), matched in zip(chosen, matched_of, strict=True):
             context = hit_of(best, None, matched, None)
             context["via"] = hit["id"]
             context["link"] = link.target + (f"#{link.heading}" if link.heading else "")
@@ -121,7 +124,7 @@ def expand(
         if linked:
             hit["linked"] = linked
         if more:
-            hit["linked_more"] = more
+            hit["linked_more"] = len(more)
 
 
 def _best_for(targets: list[int], scored: tuple[I64, F64]) -> tuple[int, float]:

@@ -73,10 +73,12 @@ class Gate:
     def widen(self, days: int) -> Gate:
         """``days`` more on each side, never past ``now``'s day; whole days (a widened
         "this morning" is the days around it, not their mornings)."""
-        end = self.end + timedelta(days)
+        end = self.end + timedelta(days) if self.end < date.max - timedelta(days) else date.max
         if self.limit_day is not None:
             end = min(end, self.limit_day)
-        start = self.start - timedelta(days)
+        start = (
+            self.start - timedelta(days) if self.start > date.min + timedelta(days) else date.min
+        )
         return replace(self, start=start, end=end, widened=days, start_time=None, end_time=None)
 
     def as_dict(self) -> dict[str, object]:

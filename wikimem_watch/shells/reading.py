@@ -102,17 +102,21 @@ def _remote_query(client: Client, req: object) -> dict[str, Any]:
     return result
 
 
+class _NotJson(ValueError):
+    """A value Python's json reads and JSON has not (only the line's parse raises it)."""
+
+
 def _strict_json(text: str) -> Any:
     """``json.loads`` without Python's extensions: NaN, Infinity and a number too large for a
     float are refused (the request could not be sent on, nor answered, as JSON)."""
 
     def constant(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON value")
+        raise _NotJson(f"{name} is not a JSON value")
 
     def number(raw: str) -> float:
         value = float(raw)
         if math.isinf(value):
-            raise ValueError(f"{raw} is too large a number")
+            raise _NotJson(f"{raw} is too large a number")
         return value
 
     return json.loads(text, parse_constant=constant, parse_float=number)
@@ -134,7 +138,7 @@ def _batch(answer_one: Callable[[Any], dict[str, Any]]) -> int:
             out = {
                 "error": {"code": -32700, "message": f"bad JSON: {exc.msg} at column {exc.colno}"}
             }
-        except ValueError as exc:  # NaN, Infinity, 1e999: Python reads them, JSON has none
+        except _NotJson as exc:  # NaN, Infinity, 1e999: Python reads them, JSON has none
             out = {"error": {"code": -32700, "message": f"bad JSON: {exc}"}}
         except RecursionError:
             out = {"error": {"code": -32700, "message": "bad JSON: nested too deeply"}}

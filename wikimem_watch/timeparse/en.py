@@ -101,8 +101,8 @@ AMBIGUOUS_MONTHS = frozenset({"may", "march", "mar", "august"})
 # Lower-case "march 10" or "may 3" after a subject or a modal, or before a unit, is a verb and a
 # count: "we march 10 miles", "they may 3 times", "soldiers march 20 km".
 VERB_BEFORE = LazyPattern(
-    r"(?<![a-z'’])(?:i|we|you|they|he|she|it|to|will|would|can|could|should|must|might|shall|"
-    r"may|and|then|soldiers|troops)\s+$",
+    r"(?<![a-z'’])(?:i|we|you|they|he|she|to|will|would|can|could|should|must|might|shall|"
+    r"may|soldiers|troops)\s+$",
     re.I,
 )
 UNIT_AFTER = LazyPattern(

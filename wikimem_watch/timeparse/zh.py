@@ -43,9 +43,12 @@ SINCE_AFTER = LazyPattern(r"以来|至今|到现在|到如今|到目前为止|�
 ON_AFTER = LazyPattern(r"开始|起(?![床来身码初先])")
 LATER_AFTER = LazyPattern(r"以后|之后")
 # The words that make a time expression a phrase, as "on" does in "on May 3": 在/于 before it
-# (not the 在 of 现在, 正在, 存在…), 这天/那天/当天 after a day ("在5月4日这天", "on that day").
+# (not the 在 of 现在, 正在…, nor the 于 of 关于, 对于, 由于…), 这天/那天/当天 after a day
+# ("在5月4日这天", "on that day").
 # They belong to its span, so the words BM25 scores are the question's own.
-ON_BEFORE = LazyPattern(r"(?<![现正存实好所自])[在于]$")
+ON_BEFORE = LazyPattern(
+    r"(?:(?<![现正存实好所自])在|(?<![关对由至属位等终基鉴处勇善乐敢便易急过])于)$"
+)
 THAT_DAY_AFTER = LazyPattern(r"(?:这|那|当)一?天(?![气空然才生下])")
 OPEN_AFTER = LazyPattern(r"以后|之后|之前|以前|前后|左右")
 # 大约三天前, 3、4天前, 两三天前: approximate, no window (as 三天前左右). The second form

@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import re
 import socket
 import time
@@ -46,7 +47,8 @@ def peer_id(cache_dir: Path) -> str:
     with contextlib.suppress(OSError):
         machine = Path("/etc/machine-id").read_text(encoding="ascii").strip()
     where = str(Path(cache_dir).resolve())
-    return hashlib.sha256(f"{socket.gethostname()}\0{machine}\0{where}".encode()).hexdigest()[:12]
+    raw = f"{socket.gethostname()}\0{machine}\0".encode() + os.fsencode(where)  # any path
+    return hashlib.sha256(raw).hexdigest()[:12]
 
 
 class Peers:
