@@ -18,6 +18,7 @@ import math
 import re
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cache
 from itertools import compress
 from typing import TYPE_CHECKING
 
@@ -29,19 +30,27 @@ I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
 # One character of a script the tokenizer cuts into bigrams (tokenize._CJK, _KANA, _HANGUL).
-_EAST_CHAR = re.compile(
+_EAST = (
     "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
     "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
     "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"
 )
-_EAST_TERM = re.compile(f"{_EAST_CHAR.pattern}{{1,2}}")  # a unigram or bigram of that script
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """Compiled on first use: these classes span ~45k code points (~5 ms at import), and
+    only a one-character East-Asian query term needs them."""
+    return re.compile(pattern)
+
+
 MAX_CHARS = 16  # one-character terms a query scores as characters (the rest as terms)
 CHAR_MEMO_SIZE = 64  # characters whose union is remembered until the index changes
 
 
 def is_char_term(term: str) -> bool:
     """A query term that is one East-Asian character (scored as the character, above)."""
-    return len(term) == 1 and _EAST_CHAR.match(term) is not None
+    return len(term) == 1 and term >= "\u1100" and _compiled(_EAST).match(term) is not None
 
 
 class Bm25Queries:
@@ -178,7 +187,8 @@ class Bm25Queries:
         terms, index, done = self._terms, self._char_index, self._char_indexed
         if done < len(terms):
             # The East-Asian terms found by C-level iteration; the loop is over those only.
-            east = compress(range(done, len(terms)), map(_EAST_TERM.fullmatch, terms[done:]))
+            unigram_or_bigram = _compiled(f"{_EAST}{{1,2}}").fullmatch
+            east = compress(range(done, len(terms)), map(unigram_or_bigram, terms[done:]))
             for tid in east:
                 term = terms[tid]
                 index.setdefault(term[0], []).append(tid)
