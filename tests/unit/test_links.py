@@ -136,3 +136,18 @@ def test_linked_more_counts_entries_not_links(tmp_path: Path) -> None:
     engine = engine_for(tmp_path, notes)
     (hub,) = hits(run_query(engine, QueryRequest(q="zebra", k=1)))
     assert len(hub["linked"]) == MAX_LINKED and hub["linked_more"] == 1  # type: ignore[arg-type]
+
+
+def test_the_links_method_calls_a_link_to_an_empty_note_resolved(tmp_path: Path) -> None:
+    """As ``status.unresolved_links`` does: only a note that is not there is unresolved."""
+    from wikimem_watch.config import load_config
+    from wikimem_watch.daemon.methods import dispatch
+    from wikimem_watch.shells.inprocess import LocalService
+
+    engine = engine_for(tmp_path, {"empty.md": "", "src.md": "[[empty]] [[Nobody]]\n"})
+    service = LocalService(load_config(tmp_path), engine)
+    links = dispatch(service, "links", {"path": "src.md"})["links"]  # type: ignore[index]
+    assert [(lk["target"], lk["unresolved"]) for lk in links] == [
+        ("empty", False),
+        ("Nobody", True),
+    ]

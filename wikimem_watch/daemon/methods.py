@@ -160,7 +160,7 @@ def m_links(service: Service, params: Params) -> object:
                         "style": link.style,
                         "resolved": [_ref(t) for t in targets],
                         "attachment": link.attachment,
-                        "unresolved": not targets and not link.attachment,
+                        "unresolved": not link.attachment and engine.resolve_note(link) is None,
                     }
                 )
     return {"path": path, "links": out}
