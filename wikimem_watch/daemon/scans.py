@@ -243,9 +243,11 @@ class VaultScans:
         self._stats = now
         self._last_rescan = time.monotonic()
         if stats.changed or stats.removed:
+            named = [*stats.changed, *stats.removed]
             log.warning(
-                "safety rescan repaired %d changed and %d removed files the watcher missed",
+                "safety rescan repaired %d changed and %d removed files the watcher missed (%s)",
                 len(stats.changed),
                 len(stats.removed),
+                ", ".join(named[:5]) + (", …" if len(named) > 5 else ""),
             )
         log.debug("safety rescan of %d files took %.3fs", len(now), time.perf_counter() - started)
