@@ -123,6 +123,7 @@ def test_no_result_exits_1() -> None:
         (("query", "--vault", str(EXAMPLE), "--now", "yesterday", "x"), "ISO-8601"),
         (("query", "--vault", str(EXAMPLE), "-k", "0", "x"), "k: expected"),
         (("query", "--vault", str(EXAMPLE), "--tz", "Mars/Base", "x"), "unknown time zone"),
+        (("query", "--vault", str(EXAMPLE), "--time-range", "bogus", "x"), "no date or time"),
         (("day", "--vault", str(EXAMPLE), "14-11-2026"), "must be a date"),
     ],
 )

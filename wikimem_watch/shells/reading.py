@@ -47,8 +47,13 @@ def query_command(args: argparse.Namespace) -> int:
     from ..retrieval.request import QueryRequest
 
     config = config_from_args(args, in_process=True)
-    # A bad flag is told before anything else (not after "answering in-process").
+    # A bad flag is told before anything else (not after "answering in-process"): the
+    # request's shape, and its time (a --time-range that names no time, a bad --tz).
     req = None if args.text == "-" else QueryRequest.from_dict(request_from_args(args))
+    if req is not None:
+        from ..retrieval.gate import local_now, resolve_gate
+
+        resolve_gate(req, local_now(req))
     say_in_process(args, config)
     engine = open_engine(config, vectors=True)
     if req is None:
