@@ -380,3 +380,11 @@ def test_a_query_of_several_words_needs_no_quotes() -> None:
     bare = cli("query", "--vault", str(EXAMPLE), "--in-process", "--json", "half", "marathon")
     assert bare.returncode == 0, bare.stderr
     assert json.loads(bare.stdout)["hits"] == json.loads(quoted.stdout)["hits"]
+
+
+def test_a_query_of_tags_alone_needs_no_text_and_one_of_neither_is_refused() -> None:
+    tagged = cli("query", "--vault", str(EXAMPLE), "--in-process", "--json", "--tags", "plants")
+    assert tagged.returncode == 0, tagged.stderr
+    assert json.loads(tagged.stdout)["hits"]
+    neither = cli("query", "--vault", str(EXAMPLE), "--in-process")
+    assert neither.returncode == 2 and "--tags" in neither.stderr

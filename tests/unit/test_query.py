@@ -521,3 +521,21 @@ def test_a_window_at_the_end_of_the_calendar_widens_without_overflow(tmp_path: P
     for day in ("9999-12-31", "0001-01-01"):
         result = ask(engine, q="x", time_range=f"{day}..{day}", now=f"{day}T10:00")
         assert result["time_range"]["entries"] == 0  # type: ignore[index]
+
+
+def test_tags_alone_list_the_tagged_entries_the_most_recent_first(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-03-02.md": "# 2026-03-02\n\n## 09:00\n\nwatered #plants\n",
+            "diary/2026-03-05.md": "# 2026-03-05\n\n## 10:00\n\nrepotted #plants/succulents\n",
+            "diary/2026-03-06.md": "# 2026-03-06\n\n## 10:00\n\nran 5 km #running\n",
+            "wiki/garden.md": "## basil\n\nsun #plants\n",
+        },
+    )
+    result = ask(engine, q="", tags=["plants"], k=2)
+    assert [h["path"] for h in hits(result)] == ["diary/2026-03-05.md", "diary/2026-03-02.md"]
+    assert result["cut"] is True and result["note"] is None
+    everything = hits(ask(engine, q="", tags=["plants"]))
+    assert [h["path"] for h in everything][-1] == "wiki/garden.md"  # no time: after the diary
+    assert hits(ask(engine, q="", tags=["cooking"])) == []

@@ -93,13 +93,16 @@ def run_query(
         empty_ask = time_only and gate is not None and applied is None
         if not (applied and listing) and not empty_ask:
             hits, embedding_used, scored = _ranked(engine, req, applied, text, terms, now, vectors)
+        tags_only = bool(req.tags) and not terms and not applied and not empty_ask
+        if tags_only:  # "everything tagged #plants": the tag is the question
+            hits, cut = _tagged(engine, req)
         if applied and not any(h["in_window"] is True for h in hits):
             # Only time words, or words that match nothing inside the window ("what was my
             # mood on May 2nd"): what the window holds is the answer, in time order; matches
             # from elsewhere may follow it.
             hits, cut = listed(engine, req, applied, hits, terms, scored)
             listing = True
-    searchable = bool(terms) or bool(applied and listing)
+    searchable = bool(terms) or bool(applied and listing) or tags_only
     note = None if searchable else nothing_searchable(req.q, gate)
     if empty_ask and gate is not None:
         note = (
@@ -274,6 +277,18 @@ def _weights(engine: Engine, req: QueryRequest) -> Weights:
     }
     w.update(req.weights or {})
     return Weights(**w)
+
+
+def _tagged(engine: Engine, req: QueryRequest) -> tuple[list[dict[str, object]], bool]:
+    """A question of tags alone: the entries that carry them (and pass the other filters),
+    the most recent first, items with no time after them; and whether there were more
+    than ``k``."""
+    slots = engine.index.live_slots()
+    slots = slots[_filter(engine, req, slots)]
+    _, _, epoch = engine.slot_arrays()
+    newest_first = np.lexsort((slots, np.nan_to_num(-epoch[slots], nan=np.inf)))
+    top = slots[newest_first[: req.k]].tolist()
+    return [hit_of(engine.slot_entry(s), None, [], None) for s in top], slots.size > req.k
 
 
 def _filter(engine: Engine, req: QueryRequest, slots: I64) -> B1:

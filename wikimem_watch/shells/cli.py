@@ -91,9 +91,10 @@ def _query(sub: Any) -> None:
     q.add_argument(
         "text",
         metavar="TEXT",
-        nargs="+",
-        help="the query (several words need no quotes), or - to read JSON requests from stdin "
-        "(the flags below are defaults of each line's fields)",
+        nargs="*",
+        help="the query (several words need no quotes; none with --tags lists the tagged "
+        "entries), or - to read JSON requests from stdin (the flags below are defaults of "
+        "each line's fields)",
     )
     q.add_argument("--json", action="store_true", help="print the result object as JSON")
     q.add_argument("-k", type=int, default=10, help="number of hits (default 10)")

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import WatchError, require_text
+from ..errors import BadRequest, WatchError, require_text
 from .access import answer, call, config_from_args, daemon_or_none, open_engine, say_in_process
 from .client import Client, RemoteError
 from .output import (
@@ -33,6 +33,8 @@ def query_command(args: argparse.Namespace) -> int:
     """Through the vault's daemon when one runs; else in-process (said once on stderr)."""
     if isinstance(args.text, list):  # `query --vault v half marathon`: one query of two words
         args.text = " ".join(args.text)
+    if not args.text and not args.tags:
+        raise BadRequest("give the query TEXT (or --tags TAGS alone to list tagged entries)")
     client = daemon_or_none(args)
     if client is not None:
         with client:
