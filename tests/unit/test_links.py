@@ -151,3 +151,21 @@ def test_the_links_method_calls_a_link_to_an_empty_note_resolved(tmp_path: Path)
         ("empty", False),
         ("Nobody", True),
     ]
+
+
+def test_a_link_in_the_front_matter_links_the_note(tmp_path: Path) -> None:
+    """Obsidian properties ("up: '[[Projects]]'", a list of links) are links of the note:
+    its first item carries them, so backlinks and link context see them."""
+    engine = engine_for(
+        tmp_path,
+        {
+            "Projects.md": "## list\n\nall of them\n",
+            "Ann.md": "## Work\n\nengineer\n",
+            "a.md": '---\nup: "[[Projects]]"\nrelated:\n  - "[[Ann#Work]]"\n  - plain\n---\n'
+            "## one\n\nzebra notes\n\n## two\n\nmore\n",
+        },
+    )
+    assert [e.path for e, _ in engine.backlinks("Projects.md")] == ["a.md"]
+    assert [e.heading for e, _ in engine.backlinks("Ann.md")] == ["one"]
+    (hit,) = hits(run_query(engine, QueryRequest(q="zebra", k=1)))
+    assert {c["path"] for c in hit["linked"]} == {"Projects.md", "Ann.md"}  # type: ignore[union-attr]

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 
 from ..errors import BadRequest, require_text
+from .frontmatter import front_matter_lines
 from .headings import headings
-from .parse import front_matter_lines
 from .vault import MAX_NOTE_BYTES
 
 _BREAK = re.compile(r"\r\n|\r|\n")

@@ -13,14 +13,15 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from datetime import date, datetime
+from dataclasses import replace
+from datetime import date
 from functools import cache, lru_cache
 from pathlib import PurePosixPath
 
+from .frontmatter import front_strings, note_ts, scalar, split_front_matter, str_list, valid_iso
 from .headings import heading_spans
 from .models import Entry, Kind, Link, ParsedNote
 
-_FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)\s*$", re.M)
 _META_OPEN = re.compile(r"<!--\s*wikimem:")
 _META_KEY = re.compile(r"[\w.-]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
@@ -35,9 +36,6 @@ _TAG = re.compile(r"#(?<![\w#&/=(\[]#)(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.M)
 _INLINE_CODE = re.compile(r"``(?:[^`\n]|`(?!`))*``|`[^`\n]*`")
 _UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
-_SCALARS = (str, int, float, date)
-MAX_FRONT_MATTER_BYTES = 64 * 1024  # bigger YAML is an export, not note metadata: skipped
-MAX_FRONT_MATTER_DEPTH = 32  # PyYAML recurses per level: deep flow nesting is slow, then fails
 _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 _DATE_STEM = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -104,81 +102,6 @@ def _link_text(m: re.Match[str]) -> str:
     if link.alias:
         return link.alias
     return " ".join(x for x in (link.target, link.heading) if x and x != "file")
-
-
-def _split_front_matter(text: str) -> tuple[dict[str, object], int, list[str]]:
-    """Return (front matter, number of lines it spans, warnings). Bad YAML is skipped, not text."""
-    if not text.startswith("---") or not re.match(r"---\s*\n", text):
-        return {}, 0, []
-    first_nl = text.index("\n")
-    end = _FRONT_MATTER_END.search(text, first_nl + 1)
-    if end is None:
-        return {}, 0, []
-    raw = text[first_nl + 1 : end.start()]
-    lines = text[: end.end()].count("\n") + 1
-    if len(raw) > MAX_FRONT_MATTER_BYTES:
-        return {}, lines, [f"front matter over {MAX_FRONT_MATTER_BYTES // 1024} KiB; not read"]
-    if _flow_depth(raw) > MAX_FRONT_MATTER_DEPTH:
-        return {}, lines, [f"front matter nests deeper than {MAX_FRONT_MATTER_DEPTH}; not read"]
-    import yaml  # here: importing it costs ~10 ms, and a start from the snapshot reads no note
-
-    try:
-        data = yaml.safe_load(raw)
-    except (yaml.YAMLError, RecursionError, ValueError, OverflowError) as exc:
-        # ValueError: a timestamp YAML reads as one but no calendar has ("2024-13-45").
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return {}, lines, [f"front matter is not valid YAML: {first}"]
-    if data is None:
-        return {}, lines, []
-    if not isinstance(data, dict):
-        return {}, lines, ["front matter is not a mapping"]
-    return {str(k): v for k, v in data.items()}, lines, []
-
-
-def front_matter_lines(text: str) -> int:
-    """How many lines the front matter spans (0: none); ``text`` has ``\n`` line breaks."""
-    return _split_front_matter(text)[1]
-
-
-def _flow_depth(raw: str) -> int:
-    """An upper bound of the YAML flow nesting depth (brackets, quoted or not)."""
-    depth = deepest = 0
-    for ch in re.findall(r"[\[\]{}]", raw):
-        depth = depth + 1 if ch in "[{" else max(depth - 1, 0)
-        deepest = max(deepest, depth)
-    return deepest
-
-
-def _scalar(value: object) -> str | None:
-    """A front matter value as text when it is a scalar. Lists and maps are refused: with
-    YAML anchors a few hundred bytes can stand for a structure whose ``str()`` is gigabytes."""
-    if isinstance(value, _SCALARS) and not isinstance(value, bool):
-        return str(value)
-    return None
-
-
-def _front_ts(value: object, warnings: list[str]) -> str | None:
-    """A front-matter ``date`` as an ISO-8601 time, or None (with a warning when it is not
-    one). YAML gives a date or datetime for most spellings, a string for the rest."""
-    if value is None:
-        return None
-    if isinstance(value, date):  # datetime is a date too
-        return value.isoformat()
-    if isinstance(value, str) and _valid_iso(value.strip()):
-        return value.strip()
-    warnings.append(f"front matter date={str(value)[:40]!r} is not an ISO-8601 date; ignored")
-    return None
-
-
-def _str_list(value: object) -> tuple[str, ...]:
-    if isinstance(value, str):
-        items: list[object] = [v for v in re.split(r"[,\s]+", value) if v]
-    elif isinstance(value, list):
-        items = value
-    else:
-        return ()
-    texts = (_scalar(v) for v in items)
-    return tuple(t.lstrip("#") for t in texts if t is not None and t.strip())
 
 
 class _Section:
@@ -301,20 +224,20 @@ def _parse(path: str, text: str) -> ParsedNote:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.lstrip("\ufeff")
-    front, fm_lines, warnings = _split_front_matter(text)
+    front, fm_lines, warnings = split_front_matter(text)
     body = "\n".join(text.split("\n")[fm_lines:]) if fm_lines else text
     day = diary_date(path)
     if day is None and "diary" in path and PurePosixPath(path).parts[:1] == ("diary",):
         warnings.append("diary file name is not a valid YYYY-MM-DD date; indexed as a note")
     kind: Kind = "diary" if day else "wiki"
     title_md, title_line, sections = _sections(body, fm_lines)
-    title_fm = _scalar(front.get("title"))
+    title_fm = scalar(front.get("title"))
     title = title_fm or title_md or PurePosixPath(path).stem
-    note_tags = tuple(dict.fromkeys(_str_list(front.get("tags"))))
-    aliases = _str_list(front.get("aliases"))
+    note_tags = tuple(dict.fromkeys(str_list(front.get("tags"))))
+    aliases = str_list(front.get("aliases"))
     # A note's own date (Obsidian's `date:`): the time of its items that give none, for the
     # recency decay. A diary day's date is its file name's.
-    front_ts = _front_ts(front.get("date"), warnings) if kind == "wiki" else None
+    front_ts = note_ts(front.get("date"), warnings) if kind == "wiki" else None
     if not sections and kind == "wiki" and (title_md or title_fm or note_tags or aliases):
         # A stub: a title (or only front matter) and nothing under it. Still one item,
         # named after its title, so it can be found and linked to, as an empty "## x" is.
@@ -325,7 +248,22 @@ def _parse(path: str, text: str) -> ParsedNote:
         entry = _entry(path, kind, day, title, sec, note_tags, aliases, front_ts, seen, warnings)
         if entry is not None:
             entries.append(entry)
+    if entries and (linked := _front_links(front)):
+        # Obsidian properties link the note ("up: '[[Projects]]'"): its first item carries them.
+        first = entries[0]
+        entries[0] = replace(first, links=tuple(dict.fromkeys(first.links + linked)))
     return ParsedNote(path, tuple(entries), tuple(warnings))
+
+
+def _front_links(front: dict[str, object]) -> tuple[Link, ...]:
+    """The ``[[links]]`` in the front matter's text values (none when it has none)."""
+    found = (
+        parse_link(m.group("inner"), bool(m.group("embed")))
+        for text in front_strings(front)
+        if "[[" in text
+        for m in _LINK.finditer(text)
+    )
+    return tuple(link for link in found if link is not None)
 
 
 def _entry(
@@ -379,7 +317,7 @@ def _entry(
         inline_tags = tuple(dict.fromkeys(_TAG.findall(prose)))  # one group: the tag
         tags = tuple(dict.fromkeys(note_tags + inline_tags))
     ts = meta.get("ts")
-    if ts is not None and not _valid_iso(ts):
+    if ts is not None and not valid_iso(ts):
         warnings.append(f"line {sec.line}: metadata ts={ts!r} is not ISO-8601; ignored")
         ts = None
     ts = ts or front_ts
@@ -419,11 +357,3 @@ def _diary_time(heading: str) -> str | None:
     few of the 1,440 times, and every file repeats them."""
     m = _TIME.match(heading)
     return f"{int(m.group(1)):02d}:{m.group(2)}" if m else None
-
-
-def _valid_iso(value: str) -> bool:
-    try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True

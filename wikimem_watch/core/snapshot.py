@@ -55,7 +55,8 @@ _TRAILER = struct.Struct("<QI")  # the header's length and CRC-32
 # anyone has to remember.
 # ``vectors/texts.py`` decides the text whose hash is an entry's vector key.
 _RULE_MODULES = (
-    "parse", "headings", "prepare", "tokenize", "facts", "vault", "models", "../vectors/texts"
+    "parse", "frontmatter", "headings", "prepare", "tokenize", "facts", "vault", "models",
+    "../vectors/texts",
 )  # fmt: skip
 
 
