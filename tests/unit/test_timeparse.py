@@ -810,6 +810,9 @@ def test_the_rule_prefilter_never_skips_a_rule_that_matches() -> None:
         ("In our last conversation, which book did you recommend?", "last", False),
         ("what did we talk about during our first conversation", "first", True),
         ("When we first chatted, what did we talk about?", "first", True),
+        ("what did we talk about last time?", "last", True),
+        ("what did we chat about last time", "last", True),
+        ("我们上回说了什么", "last", True),
     ],
 )
 def test_a_conversation_named_by_its_order_is_found(text: str, which: str, time_only: bool) -> None:
@@ -825,6 +828,9 @@ def test_a_conversation_named_by_its_order_is_found(text: str, which: str, time_
         "我们第一次聊烹饪是什么时候",  # the first talk *about cooking*, not the first talk
         "the last time we talked about cooking",
         "the last time I ran",
+        "what did I eat last time",
+        "we talked about cooking last time",  # about cooking: not the whole conversation
+        "上次说的那家店",
         "our first date",
         "what did we talk about",
     ],

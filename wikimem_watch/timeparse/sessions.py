@@ -37,7 +37,7 @@ _RULES: tuple[tuple[tuple[str, ...], LazyPattern, Which, bool], ...] = (
         True,
     ),
     (("次",), LazyPattern(r"(?:我们)?(?:第一次|头一次|初次)聊"), "first", False),
-    (("上",), LazyPattern(r"(?:我们)?(?:上次|上一次|上回)(?:我们)?聊"), "last", False),
+    (("上",), LazyPattern(r"(?:我们)?(?:上次|上一次|上回)(?:我们)?(?:聊|谈|说)"), "last", False),
     (("first",), LazyPattern(rf"\b(?:our|the) (?:very )?first {_EN_NOUN}\b", re.I), "first", True),
     (
         ("last", "previous"),
@@ -52,6 +52,15 @@ _RULES: tuple[tuple[tuple[str, ...], LazyPattern, Which, bool], ...] = (
         False,
     ),
     (("last",), LazyPattern(rf"\b(?:the )?last time we {_EN_VERB}\b", re.I), "last", False),
+    (  # "what did we talk about last time": the verb before, only filler beside it
+        ("last",),
+        LazyPattern(
+            r"\b(?:talk(?:ed)?|chat(?:ted)?|speak|spoke|discuss(?:ed)?)(?: about)? last time\b",
+            re.I,
+        ),
+        "last",
+        False,
+    ),
 )
 
 
