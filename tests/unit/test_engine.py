@@ -181,10 +181,11 @@ def test_image_embeds_and_other_attachments_are_not_unresolved_links(tmp_path: P
     write(
         tmp_path,
         "wiki/a.md",
-        "## A\n![[cover.png]] [[scan.PDF]] ![[clip.mp3]] [[Release 1.2]] [[missing note]]\n",
+        "## A\n![[cover.png]] [[scan.PDF]] ![[clip.mp3]] [[Release 1.2]] [[missing note]]"
+        " [[Vue.js]]\n",
     )
     targets = [u["target"] for u in fresh(tmp_path).unresolved_links()]
-    assert targets == ["Release 1.2", "missing note"]
+    assert targets == ["Release 1.2", "missing note", "Vue.js"]  # a dotted name is a note's
     assert Link("cover.png", embed=True).attachment and not Link("notes.md").attachment
 
 

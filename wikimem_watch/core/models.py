@@ -6,9 +6,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-# "x.png", "scan.pdf", "clip.mp3": a file name with an extension other than .md. A version
-# number ("Release 1.2") is not an extension: it must start with a letter.
-_ATTACHMENT = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
+# "x.png", "scan.pdf", "clip.mp3": a file of a kind Obsidian embeds or a vault keeps beside its
+# notes. Not any dotted name: "Node.js", "Socket.io" and "ASP.NET" are names of notes, and
+# "Release 1.2" a version.
+_ATTACHMENT = re.compile(
+    r"\.(?:avif|bmp|gif|jpe?g|png|svg|webp|heic|tiff?|ico|flac|m4a|mp3|ogg|opus|wav|aac|3gp"
+    r"|mkv|mov|mp4|m4v|ogv|webm|avi|pdf|canvas|base|excalidraw|docx?|xlsx?|pptx?|odt|ods|odp"
+    r"|rtf|epub|csv|tsv|txt|json|ya?ml|xml|html?|zip|tar|gz|7z|rar)$",
+    re.I,
+)
 
 Kind = Literal["diary", "wiki"]
 
