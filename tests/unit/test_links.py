@@ -169,3 +169,20 @@ def test_a_link_in_the_front_matter_links_the_note(tmp_path: Path) -> None:
     assert [e.heading for e, _ in engine.backlinks("Ann.md")] == ["one"]
     (hit,) = hits(run_query(engine, QueryRequest(q="zebra", k=1)))
     assert {c["path"] for c in hit["linked"]} == {"Projects.md", "Ann.md"}  # type: ignore[union-attr]
+
+
+def test_a_markdown_link_to_a_note_is_a_link_from_the_notes_folder(tmp_path: Path) -> None:
+    """ "[Ann](../people/Ann.md#Work)", as Obsidian writes links with wikilinks off: a path
+    relative to the linking note; URLs, images and code are not links to notes."""
+    engine = engine_for(
+        tmp_path,
+        {
+            "people/Ann.md": "## Work\n\nengineer\n",
+            "notes/My Trip.md": "## day one\n\nwest lake\n",
+            "notes/a.md": "## x\n\nsee [Ann](../people/Ann.md#Work) and [trip](My%20Trip.md),"
+            " [web](https://example.com/b.md), ![pic](pic.png), `[c](code.md)`\n",
+        },
+    )
+    assert [e.path for e, _ in engine.backlinks("people/Ann.md")] == ["notes/a.md"]
+    assert [e.path for e, _ in engine.backlinks("notes/My Trip.md")] == ["notes/a.md"]
+    assert engine.unresolved_links() == []

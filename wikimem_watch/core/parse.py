@@ -11,6 +11,7 @@ sections is one item.
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -255,6 +256,29 @@ def _parse(path: str, text: str) -> ParsedNote:
     return ParsedNote(path, tuple(entries), tuple(warnings))
 
 
+# A Markdown link to a note, "[text](people/Ann.md#Work)" (Obsidian writes these when wikilinks
+# are off): a relative path ending in .md, percent-encoded or in <angle brackets>.
+_MD_LINK = re.compile(r"(?P<embed>!?)\[(?P<text>[^\]\n]*)\]\((?:<(?P<a>[^>\n]+)>|(?P<p>[^)\s]+))\)")
+
+
+def _markdown_links(path: str, prose: str) -> tuple[Link, ...]:
+    """The Markdown links to notes in ``prose``: the target as a vault path, resolved from
+    the folder of the note at ``path`` (a URL or a file that is not a note is no link)."""
+    from urllib.parse import unquote  # here: a start from the snapshot parses no note
+
+    out: list[Link] = []
+    for m in _MD_LINK.finditer(prose):
+        target, _, heading = unquote(m.group("a") or m.group("p")).partition("#")
+        if "://" in target or target.startswith("mailto:") or not target.lower().endswith(".md"):
+            continue
+        where = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+        if where.startswith("../") or where == "..":
+            continue  # outside the vault: nothing to resolve it to
+        alias = m.group("text").strip() or None
+        out.append(Link(where, heading.strip() or None, alias, bool(m.group("embed"))))
+    return tuple(out)
+
+
 def _front_links(front: dict[str, object]) -> tuple[Link, ...]:
     """The ``[[links]]`` in the front matter's text values (none when it has none)."""
     found = (
@@ -302,7 +326,9 @@ def _entry(
     indexed = visible
     # Links and tags are read from prose only: `[[x]]` in code is an example, not a link.
     prose = visible
-    if ("[[" in visible or "#" in visible) and ("`" in visible or "~~~" in visible):
+    if ("[[" in visible or "#" in visible or "](" in visible) and (
+        "`" in visible or "~~~" in visible
+    ):
         prose = _without_code(visible)
     if "[[" in prose:
         links = tuple(
@@ -310,6 +336,8 @@ def _entry(
             for m in _LINK.finditer(prose)
             if (link := parse_link(m.group("inner"), bool(m.group("embed")))) is not None
         )
+    if "](" in prose:
+        links += _markdown_links(path, prose)
     if "[[" in visible:
         indexed = _LINK.sub(_link_text, visible)
     tags = note_tags
