@@ -539,3 +539,16 @@ def test_tags_alone_list_the_tagged_entries_the_most_recent_first(tmp_path: Path
     everything = hits(ask(engine, q="", tags=["plants"]))
     assert [h["path"] for h in everything][-1] == "wiki/garden.md"  # no time: after the diary
     assert hits(ask(engine, q="", tags=["cooking"])) == []
+
+
+def test_a_tags_listing_orders_items_without_time_by_path_and_keeps_the_budget(
+    tmp_path: Path,
+) -> None:
+    files = {f"n{i}.md": f"## item {i}\n\nplain text {i} #t\n" for i in range(3)}
+    engine = engine_for(tmp_path, files)
+    write(tmp_path, "n0.md", "## item 0\n\nedited text 0 #t\n")
+    engine.apply(["n0.md"])  # new slots for n0: the order must not follow slots
+    assert [h["path"] for h in hits(ask(engine, q="", tags=["t"]))] == ["n0.md", "n1.md", "n2.md"]
+    assert len(hits(ask(engine, q="", tags=["t"], budget_tokens=5))) == 1  # the first always
+    explained = hits(ask(engine, q="", tags=["t"], explain=True))
+    assert explained[0]["explain"] == {"listing": True, "tags": ["t"]}

@@ -7,8 +7,10 @@ A mixin of :class:`~wikimem_watch.core.engine.Engine` (read under its lock). The
   name, title, aliases). Several notes may answer; a note whose *path or file name* is the
   name wins over one whose title or alias is (Obsidian resolves a link by file name;
   aliases only help to write one), then for a wikimem link (``[[people:Ann]]``) a note under
-  ``wiki/``, then the shallowest path, then the first in order. ``./x`` and ``/x`` are ``x``;
-  Unicode is compared in NFC (macOS file names are NFD).
+  ``wiki/``, then the shallowest path, then the first in order. A path that names no note
+  falls back to its file name (a Markdown link's path is read from the linking note's
+  folder, and Obsidian may have written it from the vault's root or as a bare name).
+  ``./x`` and ``/x`` are ``x``; Unicode is compared in NFC (macOS file names are NFD).
 - **Which section.** Headings are compared as Obsidian writes them into a link: without
   ``: # | ^ [ ] %``, case and runs of spaces ignored, so ``[[2026-11-07#10 30]]`` (what
   Obsidian's autocomplete makes of ``## 10:30``) finds the entry. A ``###`` heading or a
@@ -109,10 +111,14 @@ class EngineLinks:
     def _note_named(self, target: str, wiki: bool) -> str | None:
         key = name_key(target).removesuffix(".md")
         names = self.names
-        for candidate in (key, key + ".md"):
-            paths = paths_named(names, candidate)
-            if paths:
-                return min(paths, key=lambda p: _rank(p, key, wiki))
+        # A path that names no note ("people/Ann" from a Markdown link written from the vault
+        # root, read from the linking note's folder) falls back to its file name.
+        keys = (key, key.rsplit("/", 1)[-1]) if "/" in key else (key,)
+        for name in keys:
+            for candidate in (name, name + ".md"):
+                paths = paths_named(names, candidate)
+                if paths:
+                    return min(paths, key=lambda p: _rank(p, name, wiki))
         return None
 
     def _section(self, slots: list[int], heading: str) -> list[int]:

@@ -239,7 +239,8 @@ def _parse(path: str, text: str) -> ParsedNote:
     # A note's own date (Obsidian's `date:`): the time of its items that give none, for the
     # recency decay. A diary day's date is its file name's.
     front_ts = note_ts(front.get("date"), warnings) if kind == "wiki" else None
-    if not sections and kind == "wiki" and (title_md or title_fm or note_tags or aliases):
+    linked = _front_links(front) if front else ()
+    if not sections and kind == "wiki" and (title_md or title_fm or note_tags or aliases or linked):
         # A stub: a title (or only front matter) and nothing under it. Still one item,
         # named after its title, so it can be found and linked to, as an empty "## x" is.
         sections = [_Section("", title_line if title_md else 1, "")]
@@ -249,7 +250,7 @@ def _parse(path: str, text: str) -> ParsedNote:
         entry = _entry(path, kind, day, title, sec, note_tags, aliases, front_ts, seen, warnings)
         if entry is not None:
             entries.append(entry)
-    if entries and (linked := _front_links(front)):
+    if entries and linked:
         # Obsidian properties link the note ("up: '[[Projects]]'"): its first item carries them.
         first = entries[0]
         entries[0] = replace(first, links=tuple(dict.fromkeys(first.links + linked)))
@@ -258,7 +259,12 @@ def _parse(path: str, text: str) -> ParsedNote:
 
 # A Markdown link to a note, "[text](people/Ann.md#Work)" (Obsidian writes these when wikilinks
 # are off): a relative path ending in .md, percent-encoded or in <angle brackets>.
-_MD_LINK = re.compile(r"(?P<embed>!?)\[(?P<text>[^\]\n]*)\]\((?:<(?P<a>[^>\n]+)>|(?P<p>[^)\s]+))\)")
+# Bounded and without "[" in the text or "(" in the path: each "[" starts at most one short
+# try, so a line of "[](" repeated parses in linear time (ADR-0011).
+_MD_LINK = re.compile(
+    r"(?P<embed>!?)\[(?P<text>[^\[\]\n]{0,1000})\]"
+    r"\((?:<(?P<a>[^<>\n]{1,1000})>|(?P<p>[^()\s]{1,1000}))\)"
+)
 
 
 def _markdown_links(path: str, prose: str) -> tuple[Link, ...]:
@@ -268,9 +274,12 @@ def _markdown_links(path: str, prose: str) -> tuple[Link, ...]:
 
     out: list[Link] = []
     for m in _MD_LINK.finditer(prose):
-        target, _, heading = unquote(m.group("a") or m.group("p")).partition("#")
+        raw, _, raw_heading = (m.group("a") or m.group("p")).partition("#")
+        target, heading = unquote(raw), unquote(raw_heading)
         if "://" in target or target.startswith("mailto:") or not target.lower().endswith(".md"):
             continue
+        if "\\" in target or "\0" in target:
+            continue  # a Windows path or a NUL: no note of this vault is named so
         where = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
         if where.startswith("../") or where == "..":
             continue  # outside the vault: nothing to resolve it to

@@ -281,14 +281,28 @@ def _weights(engine: Engine, req: QueryRequest) -> Weights:
 
 def _tagged(engine: Engine, req: QueryRequest) -> tuple[list[dict[str, object]], bool]:
     """A question of tags alone: the entries that carry them (and pass the other filters),
-    the most recent first, items with no time after them; and whether there were more
-    than ``k``."""
+    the most recent first, items with no time after them, then by path and line (so the live
+    index and a fresh scan agree); with the budget, links' context and ``explain`` as ranked
+    hits have them; and whether there were more than ``k``."""
     slots = engine.index.live_slots()
     slots = slots[_filter(engine, req, slots)]
     _, _, epoch = engine.slot_arrays()
-    newest_first = np.lexsort((slots, np.nan_to_num(-epoch[slots], nan=np.inf)))
-    top = slots[newest_first[: req.k]].tolist()
-    return [hit_of(engine.slot_entry(s), None, [], None) for s in top], slots.size > req.k
+    when = np.nan_to_num(-epoch[slots], nan=np.inf).tolist()
+    store = engine.store
+    order = sorted(
+        range(slots.size),
+        key=lambda j: (when[j], store.path[int(slots[j])], int(store.line[int(slots[j])])),
+    )
+    top = [int(slots[j]) for j in order[: req.k]]
+    hits = [hit_of(engine.slot_entry(s), None, [], None) for s in top]
+    if req.explain:
+        for hit in hits:
+            hit["explain"] = {"listing": True, "tags": list(req.tags)}
+    costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
+    hits = hits[: budget_cut(costs, req.budget_tokens)]
+    if req.expand_links:  # as for ranked hits: context only while the budget has room
+        expand(engine, req, hits, top, [], (np.zeros(0, np.int64), np.zeros(0)))
+    return hits, slots.size > req.k
 
 
 def _filter(engine: Engine, req: QueryRequest, slots: I64) -> B1:
