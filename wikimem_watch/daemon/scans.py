@@ -248,6 +248,6 @@ class VaultScans:
                 "safety rescan repaired %d changed and %d removed files the watcher missed (%s)",
                 len(stats.changed),
                 len(stats.removed),
-                ", ".join(named[:5]) + (", …" if len(named) > 5 else ""),
+                ", ".join(map(repr, named[:5])) + (", …" if len(named) > 5 else ""),  # one line
             )
         log.debug("safety rescan of %d files took %.3fs", len(now), time.perf_counter() - started)
