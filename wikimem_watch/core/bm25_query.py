@@ -15,34 +15,23 @@ union (ADR-0002, addendum). Nothing more is indexed for it.
 from __future__ import annotations
 
 import math
-import re
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from functools import cache
 from itertools import compress
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from .tokenize import EAST_SCRIPTS, compiled
+
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
-# One character of a script the tokenizer cuts into bigrams (tokenize._CJK, _KANA, _HANGUL).
-_EAST = (
-    "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
-    "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
-    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"
-)
-
-
-@cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    """Compiled on first use: these classes span ~45k code points (~5 ms at import), and
-    only a one-character East-Asian query term needs them."""
-    return re.compile(pattern)
-
+# One character of a script the tokenizer cuts into bigrams; its lowest code point.
+_EAST = f"[{EAST_SCRIPTS}]"
+_EAST_LOWEST = "\u1100"
 
 MAX_CHARS = 16  # one-character terms a query scores as characters (the rest as terms)
 CHAR_MEMO_SIZE = 64  # characters whose union is remembered until the index changes
@@ -50,7 +39,7 @@ CHAR_MEMO_SIZE = 64  # characters whose union is remembered until the index chan
 
 def is_char_term(term: str) -> bool:
     """A query term that is one East-Asian character (scored as the character, above)."""
-    return len(term) == 1 and term >= "\u1100" and _compiled(_EAST).match(term) is not None
+    return len(term) == 1 and term >= _EAST_LOWEST and compiled(_EAST).match(term) is not None
 
 
 class Bm25Queries:
@@ -94,12 +83,9 @@ class Bm25Queries:
         self._settled()
         if not self._live:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-        as_chars = self._expanded_chars(terms)
-        found = [
-            got
-            for term in dict.fromkeys(terms)
-            if (got := self._query_postings(term, term in as_chars))
-        ]
+        distinct = list(dict.fromkeys(terms))
+        as_chars = self._expanded_chars(distinct)
+        found = [got for term in distinct if (got := self._query_postings(term, term in as_chars))]
         if not found:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         n = self._live
@@ -128,11 +114,10 @@ class Bm25Queries:
         return hit.astype(np.int64), scores[hit]
 
     @staticmethod
-    def _expanded_chars(terms: Iterable[str]) -> frozenset[str]:
+    def _expanded_chars(distinct: list[str]) -> frozenset[str]:
         """The query's one-character terms scored as characters: the first ``MAX_CHARS``
         (a query of many spaced characters is rare, and each costs a union of postings)."""
-        chars = [t for t in dict.fromkeys(terms) if is_char_term(t)]
-        return frozenset(chars[:MAX_CHARS])
+        return frozenset([t for t in distinct if is_char_term(t)][:MAX_CHARS])
 
     def _query_postings(
         self, term: str, as_char: bool = False
@@ -187,7 +172,7 @@ class Bm25Queries:
         terms, index, done = self._terms, self._char_index, self._char_indexed
         if done < len(terms):
             # The East-Asian terms found by C-level iteration; the loop is over those only.
-            unigram_or_bigram = _compiled(f"{_EAST}{{1,2}}").fullmatch
+            unigram_or_bigram = compiled(f"{_EAST}{{1,2}}").fullmatch
             east = compress(range(done, len(terms)), map(unigram_or_bigram, terms[done:]))
             for tid in east:
                 term = terms[tid]
@@ -222,8 +207,9 @@ class Bm25Queries:
         want = [s if self.alive(s) else -1 for s in slots]
         rows = np.asarray(want, dtype=np.int64)
         out: list[list[str]] = [[] for _ in want]
-        as_chars = self._expanded_chars(terms)
-        for term in dict.fromkeys(terms):
+        distinct = list(dict.fromkeys(terms))
+        as_chars = self._expanded_chars(distinct)
+        for term in distinct:
             got = self._query_postings(term, term in as_chars) if rows.size else None
             if got is None:
                 continue

@@ -28,7 +28,7 @@ _TOKEN = (
 
 
 @cache
-def _compiled(pattern: str) -> re.Pattern[str]:
+def compiled(pattern: str) -> re.Pattern[str]:
     """A pattern compiled on first use: ``_TOKEN`` and ``_CJK_RUN`` took ~11 ms at import
     (their classes span ~45k code points) and serve only pieces not seen before that are
     not one ASCII word; a start from the index snapshot tokenizes nothing."""
@@ -135,8 +135,10 @@ _PIECE_CACHE_CHARS_EAST = 4  # a piece with any other character
 # One class without groups scans about twice as fast as ``_TOKEN``'s four.
 # Possessive quantifiers: a piece is maximal anyway (nothing after it can fail), so the matcher
 # need not keep the positions it could back up to (~15% faster, the same matches).
-_EAST = _CJK + _KANA + _HANGUL
-_PIECE = re.compile(rf"[\w{_EAST}]++(?:'[\w{_EAST}]++)*+")  # every tokenize: compiled at import
+EAST_SCRIPTS = _CJK + _KANA + _HANGUL  # a character class's body (bm25_query too)
+_PIECE = re.compile(
+    rf"[\w{EAST_SCRIPTS}]++(?:'[\w{EAST_SCRIPTS}]++)*+"
+)  # every tokenize: compiled at import
 _CJK_RUN = rf"[{_CJK}]+"
 
 
@@ -183,7 +185,7 @@ class Tokenizer:
         ascii = piece.isascii()
         if ascii and "_" not in piece:
             terms: tuple[str, ...] = (t,) if (t := self._word(piece)) else ()
-        elif self.segmenter is None and _compiled(_CJK_RUN).fullmatch(piece):
+        elif self.segmenter is None and compiled(_CJK_RUN).fullmatch(piece):
             terms = _bigrams(piece)
         else:
             terms = tuple(self._terms(piece))
@@ -203,7 +205,7 @@ class Tokenizer:
     def _terms(self, text: str) -> list[str]:
         """The tokenizer's rules, match by match (``_TOKEN``) over NFKC-normalised text."""
         out: list[str] = []
-        for cjk, kana, hangul, word in _compiled(_TOKEN).findall(text):
+        for cjk, kana, hangul, word in compiled(_TOKEN).findall(text):
             if word:
                 if term := self._word(word):
                     out.append(term)

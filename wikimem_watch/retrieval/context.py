@@ -104,14 +104,21 @@ def expand(
         chosen: list[tuple[int, Entry, Link]] = []
         more: set[str] = set()
         for _, _, best_slot, link in sorted(candidates, key=lambda c: (c[0], c[1])):
+            entry_id = engine.slot_id(best_slot)
+            if entry_id in seen:
+                continue
+            full = len(chosen) == MAX_LINKED
+            if full and budget is None:  # counted by id: no Entry for what is not shown
+                more.add(entry_id)  # an entry, not a link: two links to it are one more
+                continue
             best = engine.slot_entry(best_slot)
             cost = estimate_tokens(f"{best.heading}\n{best.text}")
-            if best.id in seen or (budget is not None and used + cost > budget):
+            if budget is not None and used + cost > budget:
                 continue
-            if len(chosen) == MAX_LINKED:
-                more.add(best.id)  # an entry, not a link: two links to it are one more
+            if full:
+                more.add(entry_id)
                 continue
-            seen.add(best.id)
+            seen.add(entry_id)
             used += cost
             chosen.append((best_slot, best, link))
         matched_of = engine.index.matched_terms_of([c[0] for c in chosen], terms)
@@ -131,15 +138,9 @@ def _best_for(targets: list[int], scored: tuple[I64, F64]) -> tuple[int, float]:
     """Of a link's entries (slots), the one BM25 scored best for the query (the first when
     none matches), and its score; ``scored`` is the query's (slots, scores), slots
     ascending."""
-    slots, raw = scored
-    best, best_score = targets[0], 0.0
-    if len(targets) == 1 or not slots.size:
-        return best, _score_of(targets[0], scored) if slots.size else 0.0
-    for slot in targets:
-        score = _score_of(slot, scored)
-        if score > best_score:
-            best, best_score = slot, score
-    return best, best_score
+    scores = [_score_of(t, scored) for t in targets]
+    best = max(range(len(targets)), key=scores.__getitem__)  # the first of equals
+    return targets[best], scores[best]
 
 
 def _named_in(engine: Engine, targets: list[int], text: str) -> int | None:
