@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import engine_for, hits, write
+from wikimem_watch.core.links import LinkMap
 from wikimem_watch.core.models import Link
 from wikimem_watch.retrieval.context import MAX_LINKED
 from wikimem_watch.retrieval.query import run_query
@@ -212,3 +215,46 @@ def test_a_line_of_brackets_parses_in_linear_time() -> None:
     for text in ("[](" * 300_000, "[" * 1_000_000 + "\n]("):
         (entry,) = parse_note("a.md", "## x\n" + text).entries
         assert entry.links == ()
+
+
+def test_after_an_edit_only_the_edited_notes_links_are_resolved_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Backlinks after an edit cost that edit's links, not the vault's (ADR-0001 addendum)."""
+    engine = engine_for(
+        tmp_path,
+        {
+            "A.md": "# A\n\n[[B]] and [[Nobody]]\n",
+            "B.md": "## one\n\n[[A]]\n",
+            "C.md": "## two\n\n[[A]] [[B]]\n",
+        },
+    )
+    assert [e.path for e, _ in engine.backlinks("B.md")] == ["A.md", "C.md"]
+    calls: list[str] = []
+    resolve = engine.resolve_note
+    monkeypatch.setattr(
+        engine, "resolve_note", lambda link: calls.append(link.target) or resolve(link)
+    )
+    write(tmp_path, "A.md", "# A\n\n[[C]] only now\n")  # the same names: the map is kept
+    engine.apply(["A.md"])
+    assert [e.path for e, _ in engine.backlinks("B.md")] == ["C.md"]
+    assert [e.path for e, _ in engine.backlinks("C.md")] == ["A.md"]
+    assert engine.unresolved_links() == []
+    assert calls == ["C"]
+    write(tmp_path, "Nobody.md", "x\n")  # a new name: every link may lead elsewhere
+    write(tmp_path, "B.md", "## one\n\n[[Nobody]]\n")
+    engine.apply(["Nobody.md", "B.md"])
+    assert [e.path for e, _ in engine.backlinks("Nobody.md")] == ["B.md"]
+    assert sorted(calls[1:]) == ["A", "B", "C", "Nobody"]  # built again: each link once
+
+
+def test_a_long_run_of_edits_builds_the_link_map_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = engine_for(tmp_path, {"A.md": "[[B]]\n", "B.md": "## b\n\nx\n"})
+    assert engine.unresolved_links() == []
+    monkeypatch.setattr(LinkMap, "MAX_MARKED", 1)  # more marked than this: built anew
+    write(tmp_path, "A.md", "[[B]] [[Nowhere]]\n\n## more\n\n[[B]]\n")
+    engine.apply(["A.md"])
+    assert [u["target"] for u in engine.unresolved_links()] == ["Nowhere"]
+    assert [e.path for e, _ in engine.backlinks("B.md")] == ["A.md", "A.md"]

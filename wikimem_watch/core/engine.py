@@ -86,7 +86,8 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
         self._links_to: dict[str, set[str]] = {}  # note → symlinks in the vault leading to it
         self.days: dict[str, array[int]] = {}  # date → its diary slots, by (time, line)
         self._names: Names | None = {}  # None until first needed after a restore
-        self._links: tuple[int, LinkMap] | None = None  # links.py, per generation
+        self._links: LinkMap | None = None  # links.py: built when first read, then kept
+        self._dropped_names: dict[str, frozenset[str]] = {}  # in a swap, for the link map
         self.generation = 0
         self.stat_refreshes = 0  # file stats renewed without a change (snapshot staleness)
         self.last_change_at: float | None = None
@@ -132,6 +133,7 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
                 if record.target is not None:
                     self._links_to.setdefault(record.target, set()).add(rel)
             self._names = None
+            self._links = None
             self._digest_pending = set(files)
             self._restore_days()
             self.vector_keys_missing = self.tracks_vectors and vector_keys is None
@@ -288,6 +290,9 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
                     added.append(p)
                     stats.changed.append(p.rel)
             self._add(added)
+            if self._dropped_names:  # a note gone (or unindexed) for good
+                self._links = None
+                self._dropped_names.clear()
             self.index.flush()
             if self.store.wasteful():
                 self.store.compact(self.index.live_slots())
@@ -301,6 +306,8 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
         slots = self.index.add_many(tokens)
         entries = [e for p in prepared for e in p.entries]
         self.store.put(slots, entries, [a for p in prepared for a in p.asks])
+        if self._links is not None:
+            self._links.mark(s for s, e in zip(slots, entries, strict=True) if e.links)
         start = 0
         for p in prepared:
             assert p.record is not None
@@ -310,12 +317,15 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
             self.files[p.rel] = record
             if record.target is not None:
                 self._links_to.setdefault(record.target, set()).add(p.rel)
-            if self._names is not None:
+            if self._names is not None or self._links is not None:
                 first = p.entries[0] if p.entries else None
                 keys = name_keys(
                     p.rel, first.title if first else None, first.aliases if first else ()
                 )
-                add_names(self._names, p.rel, keys)
+                if self._names is not None:
+                    add_names(self._names, p.rel, keys)
+                if self._dropped_names.pop(p.rel, None) != frozenset(keys):
+                    self._links = None  # a name came or went: any link may lead elsewhere
             if self.tracks_vectors:
                 self._track_vectors(list(record.slots), p.embedded)
         records = [(p.rel, p.record) for p in prepared if p.record is not None]
@@ -363,10 +373,14 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
                 day.remove(slot)
                 if not day:
                     del self.days[entry.date]
-        if self._names is not None:
+        if self._names is not None or self._links is not None:
             first = entries[0] if entries else None
             keys = name_keys(rel, first.title if first else None, first.aliases if first else ())
-            remove_names(self._names, rel, keys)
+            if self._names is not None:
+                remove_names(self._names, rel, keys)
+            if self._links is not None:
+                self._links.mark(s for s, e in zip(slots, entries, strict=True) if e.links)
+                self._dropped_names[rel] = frozenset(keys)
         self.store.drop(slots)
         return True
 

@@ -16,9 +16,13 @@ A mixin of :class:`~wikimem_watch.core.engine.Engine` (read under its lock). The
   Obsidian's autocomplete makes of ``## 10:30``) finds the entry. A ``###`` heading or a
   block id (``#^id``) inside a section names that section; ``A#B`` is B under A. A heading
   the note lacks still leads to the note: the link is not broken, its target moved.
-- **Backlinks** and the unresolved links come from one map, built once per index generation
-  (each distinct link resolved once): each call used to resolve every link of the vault
-  under the lock.
+- **Backlinks** and the unresolved links come from one :class:`LinkMap`, built once (each
+  distinct link resolved once) and then kept entry by entry: the engine marks each entry it
+  adds or drops, and the next read re-resolves the links of those alone. Where a link leads
+  depends only on the name table, so the engine drops the map when that changes (a note
+  added, removed or renamed, a title or alias changed) and the next read builds it again.
+  Each call used to resolve every link of the vault under the lock, and then the first
+  call after any edit did.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections.abc import Callable, Iterable
 
 from ..errors import NotFound
 from .models import Entry, Link
@@ -54,7 +59,53 @@ def name_key(target: str) -> str:
     return key
 
 
-LinkMap = tuple[dict[str, list[tuple[int, "Link"]]], list[tuple[int, "Link"]]]
+class LinkMap:
+    """Backlinks and unresolved links, by the slot of the entry that holds them."""
+
+    # More marked entries than this and building the map anew is the cheaper way.
+    MAX_MARKED = 20_000
+
+    def __init__(self, slots: Iterable[int] = ()) -> None:
+        self.by_note: dict[str, dict[int, list[Link]]] = {}  # note → slot → its links there
+        self.nowhere: dict[int, list[Link]] = {}  # slot → its links to no note
+        self._notes_of: dict[int, set[str]] = {}  # slot → the notes it links to
+        self._marked: set[int] = set(slots)  # to be (re-)read
+        self.stale = False  # too much marked: to be built anew
+
+    def mark(self, slots: Iterable[int]) -> None:
+        """Entries at ``slots`` were added or dropped: their links are re-read when next asked."""
+        if not self.stale:
+            self._marked.update(slots)
+            if len(self._marked) > self.MAX_MARKED:
+                self.stale, self._marked = True, set()
+
+    def catch_up(self, store: EntryStore, resolve: Callable[[Link], str | None]) -> None:
+        """Re-read the links of the marked entries (each distinct link resolved once)."""
+        leads: dict[Link, str | None] = {}
+        for slot in sorted(self._marked):
+            self._forget(slot)
+            if not store.has(slot):
+                continue
+            for link in store.links_of(slot):
+                if link.attachment:
+                    continue
+                if link not in leads:
+                    leads[link] = resolve(link)
+                note = leads[link]
+                if note is None:
+                    self.nowhere.setdefault(slot, []).append(link)
+                else:
+                    self.by_note.setdefault(note, {}).setdefault(slot, []).append(link)
+                    self._notes_of.setdefault(slot, set()).add(note)
+        self._marked.clear()
+
+    def _forget(self, slot: int) -> None:
+        self.nowhere.pop(slot, None)
+        for note in self._notes_of.pop(slot, ()):
+            links = self.by_note[note]
+            del links[slot]
+            if not links:
+                del self.by_note[note]
 
 
 class EngineLinks:
@@ -63,9 +114,8 @@ class EngineLinks:
     lock: threading.RLock
     store: EntryStore
     files: dict[str, FileRecord]
-    generation: int
     _names: Names | None
-    _links: tuple[int, LinkMap] | None
+    _links: LinkMap | None
 
     @property
     def names(self) -> Names:
@@ -146,7 +196,8 @@ class EngineLinks:
         with self.lock:
             if rel not in self.files:
                 raise NotFound(f"no indexed note at {rel!r} (paths are vault-relative)")
-            found = [(self.store.entry(s), link) for s, link in self._link_map()[0].get(rel, [])]
+            leading = self._link_map().by_note.get(rel, {})
+            found = [(self.store.entry(s), link) for s, links in leading.items() for link in links]
             return sorted(found, key=lambda x: (x[0].path, x[0].line))
 
     def unresolved_links(self) -> list[dict[str, object]]:
@@ -160,31 +211,17 @@ class EngineLinks:
                     "line": int(self.store.line[slot]),
                     "target": link.target,
                 }
-                for slot, link in self._link_map()[1]
+                for slot, links in self._link_map().nowhere.items()
+                for link in links
             ]
         return sorted(found, key=lambda u: (str(u["path"]), int(str(u["line"]))))
 
     def _link_map(self) -> LinkMap:
-        """(note → the links that lead to it, the links that lead nowhere), each link as
-        (slot, link); resolved once per index generation (each distinct link once)."""
-        if self._links is not None and self._links[0] == self.generation:
-            return self._links[1]
-        by_note: dict[str, list[tuple[int, Link]]] = {}
-        nowhere: list[tuple[int, Link]] = []
-        leads: dict[Link, str | None] = {}
-        for slot in self.store.linked_slots().tolist():
-            for link in self.store.links_of(slot):
-                if link.attachment:
-                    continue
-                if link not in leads:
-                    leads[link] = self.resolve_note(link)
-                note = leads[link]
-                if note is None:
-                    nowhere.append((slot, link))
-                else:
-                    by_note.setdefault(note, []).append((slot, link))
-        self._links = (self.generation, (by_note, nowhere))
-        return by_note, nowhere
+        """The link map, brought up to date (built when there is none or it went stale)."""
+        if self._links is None or self._links.stale:
+            self._links = LinkMap(self.store.linked_slots().tolist())
+        self._links.catch_up(self.store, self.resolve_note)
+        return self._links
 
 
 def _rank(path: str, key: str, wiki: bool) -> tuple[int, int, int, str]:
