@@ -103,6 +103,19 @@ def test_a_journal_line_for_a_file_name_that_is_not_utf8_is_written(tmp_path: Pa
     assert [e["path"] for e in entries] == ["bb/a\udcff.md", "bb/n1.md"]  # type: ignore[index]
 
 
+def test_a_journal_line_after_a_torn_last_line_starts_a_line_of_its_own(tmp_path: Path) -> None:
+    """A writer that died mid-line left the journal without a final newline: the next line
+    was glued to it, and neither read back."""
+    from wikimem_watch.daemon.journal import JOURNAL_NAME, Journal, read_journal
+
+    (tmp_path / JOURNAL_NAME).write_bytes(b'{"ts": "2026-07-21T08:00:00+00:00", "action": "ad')
+    Journal(tmp_path).diary("2026-07-21", "09:00", "agent:a", None)
+    page = read_journal(tmp_path, None, 10)
+    entries = page["entries"]
+    assert page["skipped"] == 1 and isinstance(entries, list)
+    assert [(e["action"], e["time"]) for e in entries] == [("diary", "09:00")]
+
+
 def test_an_entry_filed_at_another_day_or_time_happened_then() -> None:
     """Without ``ts``, a backdated entry's ``ts`` is its own day and time: the recency decay
     read the moment it was written down, so an old entry ranked as fresh."""

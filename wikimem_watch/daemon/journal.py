@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 JOURNAL_NAME = "journal.jsonl"
 MAX_READ_BYTES = 4 * 1024 * 1024  # one `journal` reply reads at most this much
-_OPEN = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_OPEN = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
@@ -58,8 +58,13 @@ class Journal:
         except OSError as exc:
             return self._skip(f"cannot open it: {exc.strerror or exc}")
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
                 return self._skip("it is not a regular file")
+            # A torn last line (a writer that died mid-line, a full disk) is ended first:
+            # else this line is glued to it and neither reads back as JSON.
+            if st.st_size and os.pread(fd, 1, st.st_size - 1) != b"\n":
+                data = b"\n" + data
             os.write(fd, data)
             return True
         except OSError as exc:
