@@ -116,6 +116,29 @@ def test_a_journal_line_after_a_torn_last_line_starts_a_line_of_its_own(tmp_path
     assert [(e["action"], e["time"]) for e in entries] == [("diary", "09:00")]
 
 
+def test_a_journal_that_shrank_below_the_cursor_is_read_on_from_its_start(
+    tmp_path: Path,
+) -> None:
+    """After a rotation the reply said "reading restarted at its start" but held the file's
+    last ``limit`` lines, with the cursor at its end: a follower never saw the first ones."""
+    from wikimem_watch.daemon.journal import Journal, read_journal
+
+    journal = Journal(tmp_path)
+    for n in range(3):
+        journal.diary("2026-07-21", f"0{n}:00", None, None)
+    cursor = read_journal(tmp_path, None, 10)["cursor"]
+    assert isinstance(cursor, int)
+    (tmp_path / "journal.jsonl").unlink()  # rotated
+    for n in range(2):
+        journal.diary("2026-07-22", f"1{n}:00", None, None)
+    page = read_journal(tmp_path, cursor, 1)
+    assert page["reset"] is True and isinstance(page["entries"], list)
+    assert [e["time"] for e in page["entries"]] == ["10:00"]
+    page = read_journal(tmp_path, page["cursor"], 10)  # type: ignore[arg-type]
+    assert page["reset"] is False and isinstance(page["entries"], list)
+    assert [e["time"] for e in page["entries"]] == ["11:00"]
+
+
 def test_an_entry_filed_at_another_day_or_time_happened_then() -> None:
     """Without ``ts``, a backdated entry's ``ts`` is its own day and time: the recency decay
     read the moment it was written down, so an old entry ranked as fresh."""

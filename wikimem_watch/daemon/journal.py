@@ -145,10 +145,10 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
     lines = raw[:end].split(b"\n")[:-1]
     if since is None and start > 0:
         lines = lines[1:]  # the first line was cut by the read window
-    if since is None or reset:
+    if since is None:
         lines = lines[-limit:]
         cursor = start + end
-    else:
+    else:  # on from the cursor, or from the start of a file that shrank below it
         lines = lines[:limit]
         cursor = start + sum(len(ln) + 1 for ln in lines)
     entries = []
