@@ -320,6 +320,27 @@ def test_a_diary_write_is_filed_in_the_commands_own_time_zone(
     assert got == {"date": "2026-01-02", "time": "13:30", "ts": "2026-01-01T23:30:00+00:00"}
 
 
+def test_a_backdated_diary_write_from_the_command_line_happened_then(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``write diary --date D --time T`` without ``--ts`` sent now as ``ts``, so the entry
+    read as written today and the recency decay ranked it fresh (ADR-0016, addendum)."""
+    import time
+
+    from wikimem_watch.shells.writing import _local_day_and_time
+
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")  # UTC+14
+    time.tzset()
+    try:
+        back = _local_day_and_time(argparse.Namespace(ts=None, date="2026-01-01", time="9:30"))
+        now = _local_day_and_time(argparse.Namespace(ts=None, date=None, time=None))
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert back == {"date": "2026-01-01", "time": "9:30", "ts": "2026-01-01T09:30:00+14:00"}
+    assert str(now["ts"]).endswith("+14:00") and str(now["ts"])[11:16] == now["time"]
+
+
 def test_a_note_that_is_not_there_is_no_result_not_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -57,17 +57,29 @@ def diary_command(args: argparse.Namespace) -> int:
 def _local_day_and_time(args: argparse.Namespace) -> dict[str, object]:
     """The day and time of the entry in this command's own time zone (not the daemon's,
     which may run with another ``TZ``): what an in-process write would file it under."""
+    return local_when(args.date, args.time, args.ts)
+
+
+def local_when(date: str | None, time_: str | None, ts: str | None) -> dict[str, object]:
+    """``date``, ``time`` and ``ts`` of a diary entry in this process's time zone, by the
+    daemon's rules (``stamps.when``): without ``ts``, an entry filed at another day or time
+    than now happened then, and one filed now keeps the precise moment."""
     from datetime import datetime
 
     try:
-        instant = datetime.fromisoformat(args.ts.replace("Z", "+00:00")) if args.ts else None
+        instant = datetime.fromisoformat(ts.replace("Z", "+00:00")) if ts else None
         local = (instant or datetime.now()).astimezone()
+        day, hhmm = local.date().isoformat(), local.strftime("%H:%M")
+        if ts is None and (date or day, time_ or hhmm) != (day, hhmm):
+            hour, minute = (time_ or hhmm).split(":")
+            then = datetime.fromisoformat(f"{date or day}T{int(hour):02d}:{minute}")
+            ts = then.astimezone().isoformat(timespec="seconds")
     except (ValueError, OverflowError):
         return {}  # the daemon's own check names what is wrong with it
     return {
-        "date": args.date or local.date().isoformat(),
-        "time": args.time or local.strftime("%H:%M"),
-        "ts": args.ts or local.isoformat(timespec="seconds"),
+        "date": date or day,
+        "time": time_ or hhmm,
+        "ts": ts or local.isoformat(timespec="seconds"),
     }
 
 
