@@ -113,3 +113,35 @@ def test_a_write_a_daemon_took_and_dropped_is_not_made_again_in_process(vault: P
     with hanging_up_daemon() as path, pytest.raises(DaemonUnavailable, match="may have been made"):
         Vault(load_config(vault, {"socket": str(path)})).call("append_diary", params)
     assert not (vault / "diary" / "2026-01-01.md").exists()
+
+
+def test_a_diary_entry_is_filed_in_the_mcp_servers_own_time_zone(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon started with another TZ (a service manager's UTC) filed an entry the agent
+    made "now" under the daemon's day and hour; the CLI already sent its own."""
+    import time
+
+    from wikimem_watch.config import load_config
+    from wikimem_watch.shells.mcp import Vault
+    from wikimem_watch.shells.mcp_tools import build_server
+
+    sent: list[dict[str, object]] = []
+
+    class Recorder(Vault):
+        def call(self, method: str, params: dict[str, object]) -> Any:
+            sent.append(params)
+            return {"id": "x"}
+
+    server = build_server(Recorder(load_config(vault)))
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")  # UTC+14
+    time.tzset()
+    try:
+        asyncio.run(server.call_tool("append_diary", {"text": "kites"}))
+        asyncio.run(server.call_tool("append_diary", {"text": "old", "date": "2026-01-01"}))
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    now, back = sent
+    assert str(now["ts"]).endswith("+14:00") and str(now["ts"])[11:16] == now["time"]
+    assert str(back["ts"]).startswith("2026-01-01T") and str(back["ts"]).endswith("+14:00")

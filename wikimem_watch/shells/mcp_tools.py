@@ -15,6 +15,7 @@ from mcp.types import CallToolResult, TextContent
 
 from ..errors import WatchError
 from .mcp import INSTRUCTIONS, Vault, summary
+from .writing import local_when
 
 
 def build_server(vault: Vault) -> MCPServer:
@@ -70,7 +71,11 @@ def build_server(vault: Vault) -> MCPServer:
         owner: str | None = None,
         source: str | None = None,
     ) -> CallToolResult:
-        params = {"text": text, "date": date, "time": time, "owner": owner, "source": source}
+        params: dict[str, object] = {"text": text, "date": date, "time": time}
+        params.update(owner=owner, source=source)
+        # This process's zone, as the CLI does: a daemon started with another TZ (a service
+        # manager's UTC) would file "now" under its own day and hour.
+        params.update(local_when(date, time, None))
         return run("append_diary", params)
 
     @tool(description="Record what is true now: replace (or add) the item `name` in "
