@@ -147,3 +147,15 @@ def test_text_the_wikimem_library_would_read_as_a_section_is_refused(text: str) 
 def test_a_text_longer_than_an_entry_holds_is_refused_wherever_it_is_written() -> None:
     with pytest.raises(BadRequest, match="an entry holds at most"):
         edit.check_body("x" * (edit.MAX_BODY_CHARS + 1))
+
+
+def test_an_item_is_found_whatever_the_unicode_normal_form_of_its_heading() -> None:
+    """A heading saved decomposed (e + U+0301, as some macOS tools write it) and a name sent
+    composed look the same: the upsert added a second "José" beside the stale one, and the
+    delete left the stale one behind."""
+    import unicodedata
+
+    old = "# p\n\n## " + unicodedata.normalize("NFD", "José") + "\n\nold\n"
+    new, created = edit.upsert_item(old, "José", "new", "")
+    assert not created and new.text == old.replace("old", "new")
+    assert edit.delete_item(old, "José") == "# p\n"

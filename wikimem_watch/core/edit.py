@@ -14,6 +14,7 @@ text, blank line, the ``<!-- wikimem: … -->`` comment.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from ..errors import BadRequest, require_text
@@ -241,7 +242,7 @@ def _read_back(old: str, made: Edit, heading: str, added: int) -> Edit:
             "skips; nothing written"
         )
     after = sections(made.text)
-    ours = any(n == made.line - 1 and " ".join(h.split()) == heading for n, h in after)
+    ours = any(n == made.line - 1 and _key(h) == _key(heading) for n, h in after)
     if not ours or len(after) != len(sections(old)) + added:
         raise BadRequest(
             f"the note would not read the {heading!r} section back as its own (it ends inside "
@@ -250,14 +251,22 @@ def _read_back(old: str, made: Edit, heading: str, added: int) -> Edit:
     return made
 
 
+def _key(heading: str) -> str:
+    """A heading as an item name: whitespace collapsed (as wikimem reads it) and NFC, so a
+    name typed as "é" finds the heading an editor saved as "e" + U+0301."""
+    return unicodedata.normalize("NFC", " ".join(heading.split()))
+
+
 def find_item(text: str, name: str) -> tuple[int, int] | None:
     """The (start, end) 0-based line span of the last ``## name`` section (whitespace in the
-    heading collapsed, as wikimem reads it: the last of repeated names wins), or None."""
+    heading collapsed, as wikimem reads it, and canonically equivalent characters equal: the
+    last of repeated names wins), or None."""
     heads = sections(text)
     total = len(split_lines(text))
     found = None
+    key = _key(name)
     for i, (n, heading) in enumerate(heads):
-        if " ".join(heading.split()) == name:
+        if _key(heading) == key:
             found = (n, heads[i + 1][0] if i + 1 < len(heads) else total)
     return found
 
