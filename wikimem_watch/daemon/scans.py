@@ -7,6 +7,11 @@ runs on its writer thread but ``_applied``, which the write path calls on its ow
 safety rescan is cheap: it walks the vault and ``stat``s each note (no reads), and
 re-applies only paths whose (mtime, size, inode) changed since the last walk or whose
 presence differs from the index.
+
+A file the rescan re-applies with a change is not yet one the watcher missed: the rescan
+may have come between a save and the watcher's report of it (held for the debounce, or not
+read from the OS yet), and applied it first. It is called missed (a warning) only when the
+watcher has neither reported it nor still holds it ``MISSED_GRACE_S`` later.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from ..core.prepare import stat_key
 from ..core.snapshot import no_gc, restore_engine, save_snapshot
 from ..core.vault import iter_notes, notes_below
 from .subscriptions import ChangeFeed
-from .watcher import ChangeSet
+from .watcher import ChangeSet, Watcher
 
 __all__ = ["StatKey", "VaultScans"]
 
@@ -33,6 +38,10 @@ log = logging.getLogger(__name__)
 
 StatKey = tuple[int, int, int, int]  # prepare.stat_key: (mtime_ns, size, inode, ctime_ns)
 CHUNK_FILES = 64  # files applied per engine-lock hold while scanning: queries stay responsive
+# How long the watcher has to report a change the safety rescan applied before the rescan
+# calls it missed: the debounce holds a change up to its ``max_wait`` (1 s), watchdog holds
+# a move out of the vault 0.5 s to pair it, the polling observer looks once a second.
+MISSED_GRACE_S = 5.0
 
 
 class VaultScans:
@@ -46,6 +55,11 @@ class VaultScans:
     saving_snapshot: bool = False
     _stats: dict[str, StatKey]
     _last_rescan: float
+    # Files the safety rescan changed that the watcher has not reported since (→ "changed" or
+    # "removed"), and when the ones left are called missed (``_report_missed``).
+    _unreported: dict[str, str]
+    _unreported_until: float
+    watcher: Watcher
     scan_files: int | None
     feed: ChangeFeed
     _stop_requested: bool
@@ -199,6 +213,7 @@ class VaultScans:
         paths = set(changes.paths)
         for rel in changes.dirs:
             paths.update(self._under(rel))
+        self._reported(changes, paths)
         stats = self._apply(sorted(paths), external=True)
         if stats.changed or stats.removed:
             log.debug("applied %d changed, %d removed", len(stats.changed), len(stats.removed))
@@ -243,11 +258,41 @@ class VaultScans:
         self._stats = now
         self._last_rescan = time.monotonic()
         if stats.changed or stats.removed:
-            named = [*stats.changed, *stats.removed]
-            log.warning(
-                "safety rescan repaired %d changed and %d removed files the watcher missed (%s)",
-                len(stats.changed),
-                len(stats.removed),
-                ", ".join(map(repr, named[:5])) + (", …" if len(named) > 5 else ""),  # one line
-            )
+            # Not missed yet: the watcher may report them still (``_report_missed``).
+            self._unreported.update(dict.fromkeys(stats.changed, "changed"))
+            self._unreported.update(dict.fromkeys(stats.removed, "removed"))
+            self._unreported_until = time.monotonic() + MISSED_GRACE_S
         log.debug("safety rescan of %d files took %.3fs", len(now), time.perf_counter() - started)
+
+    def _reported(self, changes: ChangeSet, paths: set[str]) -> None:
+        """The watcher reported ``changes`` (``paths``: the files they name): none of the
+        safety rescan's files among them was missed. A rescan (events lost) covers all: the
+        watcher said so itself."""
+        if not self._unreported:
+            return
+        if changes.rescan:
+            self._unreported.clear()
+            return
+        below = tuple(d + "/" for d in changes.dirs if d)
+        for rel in [r for r in self._unreported if r in paths or r.startswith(below)]:
+            del self._unreported[rel]
+
+    def _report_missed(self) -> None:
+        """Once ``MISSED_GRACE_S`` has passed since the safety rescan changed files: warn of
+        those the watcher has neither reported nor still holds (the writer thread calls it
+        when the queue is empty, so no change set is waiting there)."""
+        if not self._unreported or time.monotonic() < self._unreported_until:
+            return
+        held = self.watcher.holding(self._unreported)
+        missed = {rel: how for rel, how in self._unreported.items() if rel not in held}
+        self._unreported = {}
+        if not missed:
+            return
+        named = sorted(missed)
+        removed = sum(how == "removed" for how in missed.values())
+        log.warning(
+            "safety rescan repaired %d changed and %d removed files the watcher missed (%s)",
+            len(missed) - removed,
+            removed,
+            ", ".join(map(repr, named[:5])) + (", …" if len(named) > 5 else ""),  # one line
+        )

@@ -143,6 +143,8 @@ class Daemon(VaultScans, DaemonReports):
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._stats: dict[str, StatKey] = {}
+        self._unreported: dict[str, str] = {}  # the safety rescan's, until the watcher tells
+        self._unreported_until = 0.0
         self._last_rescan = time.monotonic()
         self._unresolved: tuple[int, list[dict[str, object]], float] = (-1, [], 0.0)
         self._saved: tuple[int, int] | None = None  # (generation, stat refreshes) on disk
@@ -356,6 +358,8 @@ class Daemon(VaultScans, DaemonReports):
             wait = self._last_rescan + self.safety_rescan_s - now
             if save_at is not None:
                 wait = min(wait, save_at - now) if self.safety_rescan_s else save_at - now
+            if self._unreported:  # only a safety rescan fills it: ``safety_rescan_s`` is set
+                wait = min(wait, self._unreported_until - now)
             try:
                 item = (
                     self._changes.get(timeout=max(wait, 0.0))
@@ -363,11 +367,12 @@ class Daemon(VaultScans, DaemonReports):
                     else (self._changes.get())
                 )
             except queue.Empty:
+                self._guarded(self._report_missed)  # before a rescan adds to what it reports
                 rescan_at = self._last_rescan + self.safety_rescan_s
                 if self.safety_rescan_s and time.monotonic() >= rescan_at:
                     self._guarded(self._safety_rescan)
                     save_at = time.monotonic() + SNAPSHOT_IDLE_S
-                elif save_at is not None:
+                elif save_at is not None and time.monotonic() >= save_at:
                     self._guarded(self._save_snapshot)  # a no-op when nothing changed
                     save_at = None
                 continue

@@ -326,6 +326,16 @@ class Watcher(FileSystemEventHandler):
             p = self._pending
             return len(p.paths) + len(p.dirs) + int(p.rescan)
 
+    def holding(self, rels: Iterable[str]) -> set[str]:
+        """Those of the vault-relative ``rels`` with a change seen but not handed over yet:
+        named, below a directory to re-list, or anywhere when a rescan is pending."""
+        with self._cond:
+            p = self._pending
+            if p.rescan:
+                return set(rels)
+            below = tuple(d + "/" for d in p.dirs)
+            return {r for r in rels if r in p.paths or r.startswith(below)}
+
     # ---------------------------------------------------------------------- flush
 
     def _flush_loop(self) -> None:
