@@ -78,7 +78,10 @@ def note_ts(value: object, warnings: list[str]) -> str | None:
         return value.isoformat()
     if isinstance(value, str) and valid_iso(value.strip()):
         return value.strip()
-    warnings.append(f"front matter date={str(value)[:40]!r} is not an ISO-8601 date; ignored")
+    # Only a scalar is shown: with YAML anchors a list's str() can be gigabytes.
+    shown = scalar(value)
+    shown = repr(shown[:40]) if shown is not None else f"a {type(value).__name__}"
+    warnings.append(f"front matter date={shown} is not an ISO-8601 date; ignored")
     return None
 
 
