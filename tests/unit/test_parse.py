@@ -140,6 +140,17 @@ def test_front_matter_is_metadata_not_text() -> None:
     assert dune.line == 10
 
 
+def test_aliases_as_a_string_are_names_split_at_commas_not_at_spaces() -> None:
+    """``aliases: My Long Alias`` made three aliases ("My", "Long", "Alias"): ``[[My Long
+    Alias]]`` was unresolved and ``[[Alias]]`` led here."""
+    (entry,) = parse_note("n.md", "---\naliases: My Long Alias\ntags: a b, c\n---\nx\n").entries
+    assert entry.aliases == ("My Long Alias",) and entry.tags == ("a", "b", "c")
+    (old,) = parse_note("n.md", "---\naliases: First One, Second\n---\nx\n").entries
+    assert old.aliases == ("First One", "Second")  # the older comma-separated form
+    (listed,) = parse_note("n.md", "---\naliases: [' A, B ', 5]\n---\nx\n").entries
+    assert listed.aliases == ("A, B", "5")  # an item of a list is one name
+
+
 def test_bad_front_matter_is_skipped_with_a_warning() -> None:
     parsed = parse_note("notes/x.md", "---\ntags: [unclosed\n---\n## a\nbody\n")
     assert parsed.entries[0].text == "body"

@@ -86,6 +86,8 @@ def note_ts(value: object, warnings: list[str]) -> str | None:
 
 
 def str_list(value: object) -> tuple[str, ...]:
+    """Front-matter ``tags``: a list, or a string of tags split at commas and spaces (a tag
+    holds no space), each without its ``#``."""
     if isinstance(value, str):
         items: list[object] = [v for v in re.split(r"[,\s]+", value) if v]
     elif isinstance(value, list):
@@ -94,6 +96,19 @@ def str_list(value: object) -> tuple[str, ...]:
         return ()
     texts = (scalar(v) for v in items)
     return tuple(t.lstrip("#") for t in texts if t is not None and t.strip())
+
+
+def name_list(value: object) -> tuple[str, ...]:
+    """Front-matter ``aliases``: a list, or a string of names split at commas only
+    (``aliases: My Long Alias`` is one name, as Obsidian reads it, not three)."""
+    if isinstance(value, str):
+        items: list[object] = [*value.split(",")]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return ()
+    texts = (scalar(v) for v in items)
+    return tuple(t.strip() for t in texts if t is not None and t.strip())
 
 
 def front_strings(front: dict[str, object]) -> Iterator[str]:

@@ -19,7 +19,15 @@ from datetime import date
 from functools import cache, lru_cache
 from pathlib import PurePosixPath
 
-from .frontmatter import front_strings, note_ts, scalar, split_front_matter, str_list, valid_iso
+from .frontmatter import (
+    front_strings,
+    name_list,
+    note_ts,
+    scalar,
+    split_front_matter,
+    str_list,
+    valid_iso,
+)
 from .headings import heading_spans
 from .models import Entry, Kind, Link, ParsedNote
 
@@ -235,7 +243,7 @@ def _parse(path: str, text: str) -> ParsedNote:
     title_fm = scalar(front.get("title"))
     title = title_fm or title_md or PurePosixPath(path).stem
     note_tags = tuple(dict.fromkeys(str_list(front.get("tags"))))
-    aliases = str_list(front.get("aliases"))
+    aliases = name_list(front.get("aliases"))
     # A note's own date (Obsidian's `date:`): the time of its items that give none, for the
     # recency decay. A diary day's date is its file name's.
     front_ts = note_ts(front.get("date"), warnings) if kind == "wiki" else None
