@@ -120,7 +120,7 @@ _TAG_LOOKBEHIND_FIRST = re.compile(r"(?<![\w#&/=(\[])#(?P<tag>[^\W\d_][\w/-]*|\d
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet="#a1_/-=&([ \n\téé火`", max_size=40))
 def test_the_tag_pattern_finds_what_a_look_behind_first_one_finds(text: str) -> None:
-    from wikimem_watch.core.parse import _TAG
+    from wikimem_watch.core.inline import _TAG
 
     def found(pattern: re.Pattern[str]) -> list[tuple[int, int, str]]:
         return [(*m.span(), m.group("tag")) for m in pattern.finditer(text)]

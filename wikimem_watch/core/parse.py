@@ -11,39 +11,22 @@ sections is one item.
 from __future__ import annotations
 
 import hashlib
-import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import date
-from functools import cache, lru_cache
+from functools import lru_cache
 from pathlib import PurePosixPath
 
-from .frontmatter import (
-    front_strings,
-    name_list,
-    note_ts,
-    scalar,
-    split_front_matter,
-    str_list,
-    valid_iso,
-)
+from .frontmatter import name_list, note_ts, scalar, split_front_matter, str_list, valid_iso
 from .headings import heading_spans
-from .models import Entry, Kind, Link, ParsedNote
+from .inline import front_links, read_inline
+from .inline import parse_link as parse_link  # re-exported: where it was first
+from .models import Entry, Kind, ParsedNote
 
 _META_OPEN = re.compile(r"<!--\s*wikimem:")
 _META_KEY = re.compile(r"[\w.-]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
-_LINK = re.compile(r"(?P<embed>!?)\[\[(?P<inner>[^\[\]\n]+)\]\]")
-# An inline #tag: not in a word, a URL ("?q=#x", "/#x"), an entity (&#39;) or a link to a
-# heading ("[[#Heading]]", "[text](#heading)"). ``#(?<!X#)`` is ``(?<!X)#``, but the matcher
-# jumps from "#" to "#" instead of trying the look-behind at every character (~6× faster).
-_TAG = re.compile(r"#(?<![\w#&/=(\[]#)(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
-# Code, where no #tag is read: fenced blocks (``` or ~~~, three or more, closed by a fence as
-# long, or open to the end) and inline spans of one or two backticks. Each alternative stops
-# at the next fence or backtick run, so the scan stays linear (ADR-0011).
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.M)
-_INLINE_CODE = re.compile(r"``(?:[^`\n]|`(?!`))*``|`[^`\n]*`")
 _UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
 _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 _DATE_STEM = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -86,31 +69,6 @@ def parse_meta(body: str) -> dict[str, str] | None:
             return None
         fields[key] = value.strip()
     return fields or None
-
-
-def parse_link(inner: str, embed: bool) -> Link | None:
-    """The inside of ``[[…]]``: ``file:name``, ``Note``, ``Note#Heading``, ``Note#Head|alias``
-    (``Note\\|alias`` too: Obsidian's escaped pipe inside a table)."""
-    target, _, alias = inner.partition("|")
-    target = target.strip().removesuffix("\\").rstrip()
-    if not target:
-        return None
-    if "#" not in target and ":" in target:
-        file, _, name = target.partition(":")
-        if file.strip() and name.strip():
-            return Link(file.strip(), name.strip(), alias.strip() or None, embed, "wikimem")
-    note, _, heading = target.partition("#")
-    return Link(note.strip(), heading.strip() or None, alias.strip() or None, embed, "obsidian")
-
-
-def _link_text(m: re.Match[str]) -> str:
-    """How a link reads in indexed text: its alias, else its target words."""
-    link = parse_link(m.group("inner"), bool(m.group("embed")))
-    if link is None:
-        return m.group()
-    if link.alias:
-        return link.alias
-    return " ".join(x for x in (link.target, link.heading) if x and x != "file")
 
 
 class _Section:
@@ -184,25 +142,6 @@ def _sections(body: str, line_offset: int) -> tuple[str | None, int, list[_Secti
     return title, title_line, sections
 
 
-def _without_code(text: str) -> str:
-    """``text`` with its code blocks and inline code spans blanked out."""
-    out: list[str] = []
-    pos = 0
-    while (m := _FENCE.search(text, pos)) is not None:
-        out.append(_INLINE_CODE.sub(" ", text[pos : m.start()]))
-        fence = m.group(1)
-        close = _closing_fence(fence[0], len(fence)).search(text, m.end())
-        pos = close.end() if close else len(text)
-        out.append(" ")
-    out.append(_INLINE_CODE.sub(" ", text[pos:]))
-    return "".join(out)
-
-
-@cache
-def _closing_fence(char: str, length: int) -> re.Pattern[str]:
-    return re.compile(rf"^ {{0,3}}{re.escape(char)}{{{length},}}[ \t]*$", re.M)
-
-
 def _setext(body: str, offset: int) -> int:
     """Where the line ends that underlines the heading whose line starts at ``offset``
     (``Title`` / ``=====``, ``Item`` / ``---``, the heading's text perhaps on more lines: the
@@ -247,7 +186,7 @@ def _parse(path: str, text: str) -> ParsedNote:
     # A note's own date (Obsidian's `date:`): the time of its items that give none, for the
     # recency decay. A diary day's date is its file name's.
     front_ts = note_ts(front.get("date"), warnings) if kind == "wiki" else None
-    linked = _front_links(front) if front else ()
+    linked = front_links(front) if front else ()
     if not sections and kind == "wiki" and (title_md or title_fm or note_tags or aliases or linked):
         # A stub: a title (or only front matter) and nothing under it. Still one item,
         # named after its title, so it can be found and linked to, as an empty "## x" is.
@@ -263,48 +202,6 @@ def _parse(path: str, text: str) -> ParsedNote:
         first = entries[0]
         entries[0] = replace(first, links=tuple(dict.fromkeys(first.links + linked)))
     return ParsedNote(path, tuple(entries), tuple(warnings))
-
-
-# A Markdown link to a note, "[text](people/Ann.md#Work)" (Obsidian writes these when wikilinks
-# are off): a relative path ending in .md, percent-encoded or in <angle brackets>.
-# Bounded and without "[" in the text or "(" in the path: each "[" starts at most one short
-# try, so a line of "[](" repeated parses in linear time (ADR-0011).
-_MD_LINK = re.compile(
-    r"(?P<embed>!?)\[(?P<text>[^\[\]\n]{0,1000})\]"
-    r"\((?:<(?P<a>[^<>\n]{1,1000})>|(?P<p>[^()\s]{1,1000}))\)"
-)
-
-
-def _markdown_links(path: str, prose: str) -> tuple[Link, ...]:
-    """The Markdown links to notes in ``prose``: the target as a vault path, resolved from
-    the folder of the note at ``path`` (a URL or a file that is not a note is no link)."""
-    from urllib.parse import unquote  # here: a start from the snapshot parses no note
-
-    out: list[Link] = []
-    for m in _MD_LINK.finditer(prose):
-        raw, _, raw_heading = (m.group("a") or m.group("p")).partition("#")
-        target, heading = unquote(raw), unquote(raw_heading)
-        if "://" in target or target.startswith("mailto:") or not target.lower().endswith(".md"):
-            continue
-        if "\\" in target or "\0" in target:
-            continue  # a Windows path or a NUL: no note of this vault is named so
-        where = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
-        if where.startswith("../") or where == "..":
-            continue  # outside the vault: nothing to resolve it to
-        alias = m.group("text").strip() or None
-        out.append(Link(where, heading.strip() or None, alias, bool(m.group("embed"))))
-    return tuple(out)
-
-
-def _front_links(front: dict[str, object]) -> tuple[Link, ...]:
-    """The ``[[links]]`` in the front matter's text values (none when it has none)."""
-    found = (
-        parse_link(m.group("inner"), bool(m.group("embed")))
-        for text in front_strings(front)
-        if "[[" in text
-        for m in _LINK.finditer(text)
-    )
-    return tuple(link for link in found if link is not None)
 
 
 def _entry(
@@ -338,29 +235,7 @@ def _entry(
         return None  # a preamble of only comments or blank lines (a stub's section is "")
     heading = sec.heading
     time = _diary_time(heading) if kind == "diary" else None
-    # Each pattern below needs a character the text may well not hold: test for it first.
-    links: tuple[Link, ...] = ()
-    indexed = visible
-    # Links and tags are read from prose only: `[[x]]` in code is an example, not a link.
-    prose = visible
-    if ("[[" in visible or "#" in visible or "](" in visible) and (
-        "`" in visible or "~~~" in visible
-    ):
-        prose = _without_code(visible)
-    if "[[" in prose:
-        links = tuple(
-            link
-            for m in _LINK.finditer(prose)
-            if (link := parse_link(m.group("inner"), bool(m.group("embed")))) is not None
-        )
-    if "](" in prose:
-        links += _markdown_links(path, prose)
-    if "[[" in visible:
-        indexed = _LINK.sub(_link_text, visible)
-    tags = note_tags
-    if "#" in visible:
-        inline_tags = tuple(dict.fromkeys(_TAG.findall(prose)))  # one group: the tag
-        tags = tuple(dict.fromkeys(note_tags + inline_tags))
+    indexed, links, tags = read_inline(path, visible, note_tags)
     ts = meta.get("ts")
     if ts is not None and not valid_iso(ts):
         warnings.append(f"line {sec.line}: metadata ts={ts!r} is not ISO-8601; ignored")

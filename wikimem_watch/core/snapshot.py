@@ -55,7 +55,7 @@ _TRAILER = struct.Struct("<QI")  # the header's length and CRC-32
 # anyone has to remember.
 # ``vectors/texts.py`` decides the text whose hash is an entry's vector key.
 _RULE_MODULES = (
-    "parse", "frontmatter", "headings", "prepare", "tokenize", "facts", "vault", "models",
+    "parse", "frontmatter", "headings", "inline", "prepare", "tokenize", "facts", "vault", "models",
     "../vectors/texts",
 )  # fmt: skip
 

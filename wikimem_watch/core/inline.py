@@ -1,0 +1,138 @@
+"""What a section's text says inline: its ``[[links]]``, Markdown links to notes and
+``#tags`` (read from prose only, never from code), and the text as it is indexed (a link
+reads as its alias or target words). Pure and linear in the input (ADR-0011).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from functools import cache
+
+from .frontmatter import front_strings
+from .models import Link
+
+_LINK = re.compile(r"(?P<embed>!?)\[\[(?P<inner>[^\[\]\n]+)\]\]")
+# An inline #tag: not in a word, a URL ("?q=#x", "/#x"), an entity (&#39;) or a link to a
+# heading ("[[#Heading]]", "[text](#heading)"). ``#(?<!X#)`` is ``(?<!X)#``, but the matcher
+# jumps from "#" to "#" instead of trying the look-behind at every character (~6× faster).
+_TAG = re.compile(r"#(?<![\w#&/=(\[]#)(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
+# Code, where no #tag is read: fenced blocks (``` or ~~~, three or more, closed by a fence as
+# long, or open to the end) and inline spans of one or two backticks. Each alternative stops
+# at the next fence or backtick run, so the scan stays linear (ADR-0011).
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.M)
+_INLINE_CODE = re.compile(r"``(?:[^`\n]|`(?!`))*``|`[^`\n]*`")
+# A Markdown link to a note, "[text](people/Ann.md#Work)" (Obsidian writes these when wikilinks
+# are off): a relative path ending in .md, percent-encoded or in <angle brackets>.
+# Bounded and without "[" in the text or "(" in the path: each "[" starts at most one short
+# try, so a line of "[](" repeated parses in linear time (ADR-0011).
+_MD_LINK = re.compile(
+    r"(?P<embed>!?)\[(?P<text>[^\[\]\n]{0,1000})\]"
+    r"\((?:<(?P<a>[^<>\n]{1,1000})>|(?P<p>[^()\s]{1,1000}))\)"
+)
+
+
+def parse_link(inner: str, embed: bool) -> Link | None:
+    """The inside of ``[[…]]``: ``file:name``, ``Note``, ``Note#Heading``, ``Note#Head|alias``
+    (``Note\\|alias`` too: Obsidian's escaped pipe inside a table)."""
+    target, _, alias = inner.partition("|")
+    target = target.strip().removesuffix("\\").rstrip()
+    if not target:
+        return None
+    if "#" not in target and ":" in target:
+        file, _, name = target.partition(":")
+        if file.strip() and name.strip():
+            return Link(file.strip(), name.strip(), alias.strip() or None, embed, "wikimem")
+    note, _, heading = target.partition("#")
+    return Link(note.strip(), heading.strip() or None, alias.strip() or None, embed, "obsidian")
+
+
+def _link_text(m: re.Match[str]) -> str:
+    """How a link reads in indexed text: its alias, else its target words."""
+    link = parse_link(m.group("inner"), bool(m.group("embed")))
+    if link is None:
+        return m.group()
+    if link.alias:
+        return link.alias
+    return " ".join(x for x in (link.target, link.heading) if x and x != "file")
+
+
+def read_inline(
+    path: str, visible: str, note_tags: tuple[str, ...]
+) -> tuple[str, tuple[Link, ...], tuple[str, ...]]:
+    """(indexed text, links, tags) of a section's ``visible`` text; ``note_tags`` first."""
+    # Each pattern below needs a character the text may well not hold: test for it first.
+    links: tuple[Link, ...] = ()
+    indexed = visible
+    # Links and tags are read from prose only: `[[x]]` in code is an example, not a link.
+    prose = visible
+    if ("[[" in visible or "#" in visible or "](" in visible) and (
+        "`" in visible or "~~~" in visible
+    ):
+        prose = _without_code(visible)
+    if "[[" in prose:
+        links = tuple(
+            link
+            for m in _LINK.finditer(prose)
+            if (link := parse_link(m.group("inner"), bool(m.group("embed")))) is not None
+        )
+    if "](" in prose:
+        links += _markdown_links(path, prose)
+    if "[[" in visible:
+        indexed = _LINK.sub(_link_text, visible)
+    tags = note_tags
+    if "#" in visible:
+        inline_tags = tuple(dict.fromkeys(_TAG.findall(prose)))  # one group: the tag
+        tags = tuple(dict.fromkeys(note_tags + inline_tags))
+    return indexed, links, tags
+
+
+def _without_code(text: str) -> str:
+    """``text`` with its code blocks and inline code spans blanked out."""
+    out: list[str] = []
+    pos = 0
+    while (m := _FENCE.search(text, pos)) is not None:
+        out.append(_INLINE_CODE.sub(" ", text[pos : m.start()]))
+        fence = m.group(1)
+        close = _closing_fence(fence[0], len(fence)).search(text, m.end())
+        pos = close.end() if close else len(text)
+        out.append(" ")
+    out.append(_INLINE_CODE.sub(" ", text[pos:]))
+    return "".join(out)
+
+
+@cache
+def _closing_fence(char: str, length: int) -> re.Pattern[str]:
+    return re.compile(rf"^ {{0,3}}{re.escape(char)}{{{length},}}[ \t]*$", re.M)
+
+
+def _markdown_links(path: str, prose: str) -> tuple[Link, ...]:
+    """The Markdown links to notes in ``prose``: the target as a vault path, resolved from
+    the folder of the note at ``path`` (a URL or a file that is not a note is no link)."""
+    from urllib.parse import unquote  # here: a start from the snapshot parses no note
+
+    out: list[Link] = []
+    for m in _MD_LINK.finditer(prose):
+        raw, _, raw_heading = (m.group("a") or m.group("p")).partition("#")
+        target, heading = unquote(raw), unquote(raw_heading)
+        if "://" in target or target.startswith("mailto:") or not target.lower().endswith(".md"):
+            continue
+        if "\\" in target or "\0" in target:
+            continue  # a Windows path or a NUL: no note of this vault is named so
+        where = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+        if where.startswith("../") or where == "..":
+            continue  # outside the vault: nothing to resolve it to
+        alias = m.group("text").strip() or None
+        out.append(Link(where, heading.strip() or None, alias, bool(m.group("embed"))))
+    return tuple(out)
+
+
+def front_links(front: dict[str, object]) -> tuple[Link, ...]:
+    """The ``[[links]]`` in the front matter's text values (none when it has none)."""
+    found = (
+        parse_link(m.group("inner"), bool(m.group("embed")))
+        for text in front_strings(front)
+        if "[[" in text
+        for m in _LINK.finditer(text)
+    )
+    return tuple(link for link in found if link is not None)
