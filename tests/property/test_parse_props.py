@@ -114,11 +114,11 @@ def test_sections_are_the_slices_a_line_split_gives(body: str) -> None:
 
 
 # The inline tag pattern as it was first written: its look-behind tried at every character.
-_TAG_LOOKBEHIND_FIRST = re.compile(r"(?<![\w#&/=(\[])#(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
+_TAG_LOOKBEHIND_FIRST = re.compile(r"(?<![\w#&/=(\[\\])#(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.text(alphabet="#a1_/-=&([ \n\téé火`", max_size=40))
+@given(st.text(alphabet="#a1_/-=&([ \n\téé火`\\", max_size=40))
 def test_the_tag_pattern_finds_what_a_look_behind_first_one_finds(text: str) -> None:
     from wikimem_watch.core.inline import _TAG
 

@@ -258,6 +258,7 @@ def test_an_escaped_pipe_in_a_table_link_is_the_alias_separator() -> None:
         "```\n#no2 in an unclosed fence",
         "````\n```\n#no3\n```\n````\n#yes",
         "https://e.com/?q=#no4 [md](#no5) [[#No6 heading]] #yes",
+        "issue \\#no7 and \\#no8escaped stay text, #yes",
     ],
 )
 def test_tags_in_code_links_and_urls_are_not_tags(body: str) -> None:

@@ -13,10 +13,11 @@ from .frontmatter import front_strings
 from .models import Link
 
 _LINK = re.compile(r"(?P<embed>!?)\[\[(?P<inner>[^\[\]\n]+)\]\]")
-# An inline #tag: not in a word, a URL ("?q=#x", "/#x"), an entity (&#39;) or a link to a
-# heading ("[[#Heading]]", "[text](#heading)"). ``#(?<!X#)`` is ``(?<!X)#``, but the matcher
-# jumps from "#" to "#" instead of trying the look-behind at every character (~6× faster).
-_TAG = re.compile(r"#(?<![\w#&/=(\[]#)(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
+# An inline #tag: not in a word, a URL ("?q=#x", "/#x"), an entity (&#39;), a link to a
+# heading ("[[#Heading]]", "[text](#heading)") or escaped ("\#42", how Obsidian users keep a
+# "#" from making a tag). ``#(?<!X#)`` is ``(?<!X)#``, but the matcher jumps from "#" to "#"
+# instead of trying the look-behind at every character (~6× faster).
+_TAG = re.compile(r"#(?<![\w#&/=(\[\\]#)(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
 # Code, where no #tag is read: fenced blocks (``` or ~~~, three or more, closed by a fence as
 # long, or open to the end) and inline spans of one or two backticks. Each alternative stops
 # at the next fence or backtick run, so the scan stays linear (ADR-0011).
