@@ -29,9 +29,14 @@ DOCS = st.lists(st.sampled_from(COMMON + RISKY), max_size=25).map("\n".join)
 
 
 def markdown_it_headings(body: str) -> list[tuple[int, int, str]]:
+    """markdown-it's headings; a setext heading of several lines as one line."""
     tokens = markdown_parser().parse(body)
     return [
-        (tok.map[0], int(tok.tag[1]), tokens[i + 1].content.strip())
+        (
+            tok.map[0],
+            int(tok.tag[1]),
+            " ".join(x.strip() for x in tokens[i + 1].content.split("\n")),
+        )
         for i, tok in enumerate(tokens)
         if tok.type == "heading_open" and tok.level == 0 and tok.map is not None
     ]

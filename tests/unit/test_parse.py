@@ -246,6 +246,21 @@ def test_a_setext_underline_is_part_of_its_heading_not_of_the_text() -> None:
     assert (only.heading, only.line, only.text) == ("Title", 3, "body")
 
 
+def test_a_setext_heading_of_several_lines_is_one_line() -> None:
+    """A paragraph right above ``---`` is a heading (CommonMark, and Obsidian's reading view);
+    its lines were joined with a newline, which split the hit's one-line header in two."""
+    text = "Intro.\n\nFirst line of a paragraph\n  second line\n---\nbody after\n"
+    _, sec = parse_note("notes/n.md", text).entries
+    assert (sec.heading, sec.id, sec.line, sec.text) == (
+        "First line of a paragraph second line",
+        "notes/n.md#First line of a paragraph second line",
+        3,
+        "body after",
+    )
+    (titled,) = parse_note("notes/n.md", "Two line\ntitle\n===\nbody\n").entries
+    assert titled.title == "Two line title"
+
+
 def test_an_escaped_pipe_in_a_table_link_is_the_alias_separator() -> None:
     link = parse_link("Note\\|alias", embed=False)
     assert link is not None and (link.target, link.alias) == ("Note", "alias")

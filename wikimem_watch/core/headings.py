@@ -64,7 +64,10 @@ def heading_spans(body: str) -> list[tuple[int, int, str, int]]:
             if line_starts is None:
                 line_starts = [0, *(m.end() for m in _NEWLINE.finditer(body))]
             line = tok.map[0]
-            out.append((line, int(tok.tag[1]), tokens[i + 1].content.strip(), line_starts[line]))
+            text = tokens[i + 1].content.strip()
+            if "\n" in text:  # a setext heading of several lines reads as one line
+                text = " ".join(part.strip() for part in text.split("\n"))
+            out.append((line, int(tok.tag[1]), text, line_starts[line]))
     return out
 
 
