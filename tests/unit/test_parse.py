@@ -174,6 +174,22 @@ def test_inline_tags_ignore_headings_code_and_numbers() -> None:
     assert parse_note("wiki/t.md", text).entries[0].tags == ("running", "猫")
 
 
+def test_links_and_tags_in_headings_count_as_in_text() -> None:
+    """Obsidian links and tags a note from its headings too; they were read from section text
+    only, so ``## [[Ann]]`` was no backlink of Ann and ``## Standup #work`` no #work."""
+    text = (
+        "# Week 12 #weekly [[Plans]]\n\n## [[Ann]]\nx\n\n"
+        "## Standup #work `#code` C# #42\ny #more\n\n## 09:05\nz\n"
+    )
+    ann, standup, plain = parse_note("notes/w.md", text).entries
+    assert [link.target for link in ann.links] == ["Ann", "Plans"]  # the title's: on the first
+    assert ann.tags == ("weekly",) and ann.heading == "[[Ann]]"
+    assert (standup.tags, standup.links) == (("weekly", "work", "more"), ())
+    assert (plain.tags, plain.links) == (("weekly",), ())
+    (entry,) = parse_note("diary/2026-01-05.md", "## 08:00 #gym\nran\n").entries
+    assert entry.tags == ("gym",) and entry.time is None  # not "HH:MM": no time (DESIGN §2)
+
+
 def test_diary_file_with_invalid_date_is_a_note_with_a_warning() -> None:
     parsed = parse_note("diary/2026-02-30.md", "## 08:00\nx\n")
     assert parsed.entries[0].kind == "wiki"

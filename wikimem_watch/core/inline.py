@@ -88,6 +88,15 @@ def read_inline(
     return indexed, links, tags
 
 
+def heading_inline(path: str, heading: str) -> tuple[tuple[Link, ...], tuple[str, ...]]:
+    """(links, tags) of a heading: ``## Meeting with [[Ann]] #work`` links and tags its
+    section as its text would (Obsidian counts both; "C# notes" and "#42" are no tags)."""
+    if "#" not in heading and "[[" not in heading and "](" not in heading:
+        return (), ()
+    _, links, tags = read_inline(path, heading, ())
+    return links, tags
+
+
 def _without_code(text: str) -> str:
     """``text`` with its code blocks and inline code spans blanked out."""
     out: list[str] = []

@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 
 from .frontmatter import name_list, note_ts, scalar, split_front_matter, str_list, valid_iso
 from .headings import heading_spans
-from .inline import front_links, read_inline
+from .inline import front_links, heading_inline, read_inline
 from .inline import parse_link as parse_link  # re-exported: where it was first
 from .models import Entry, Kind, ParsedNote
 
@@ -187,6 +187,9 @@ def _parse(path: str, text: str) -> ParsedNote:
     # recency decay. A diary day's date is its file name's.
     front_ts = note_ts(front.get("date"), warnings) if kind == "wiki" else None
     linked = front_links(front) if front else ()
+    if title_md:  # a "# title" links and tags the note as the front matter does
+        title_links, title_tags = heading_inline(path, title_md)
+        note_tags, linked = tuple(dict.fromkeys(note_tags + title_tags)), linked + title_links
     if not sections and kind == "wiki" and (title_md or title_fm or note_tags or aliases or linked):
         # A stub: a title (or only front matter) and nothing under it. Still one item,
         # named after its title, so it can be found and linked to, as an empty "## x" is.
@@ -235,7 +238,11 @@ def _entry(
         return None  # a preamble of only comments or blank lines (a stub's section is "")
     heading = sec.heading
     time = _diary_time(heading) if kind == "diary" else None
+    head_links, head_tags = heading_inline(path, heading) if heading else ((), ())
+    if head_tags:
+        note_tags = tuple(dict.fromkeys(note_tags + head_tags))
     indexed, links, tags = read_inline(path, visible, note_tags)
+    links = head_links + links
     ts = meta.get("ts")
     if ts is not None and not valid_iso(ts):
         warnings.append(f"line {sec.line}: metadata ts={ts!r} is not ISO-8601; ignored")
