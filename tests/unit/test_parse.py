@@ -169,6 +169,19 @@ def test_links_of_both_styles_are_found() -> None:
     assert parse_link("  ", False) is None
 
 
+def test_an_embed_size_is_not_an_alias() -> None:
+    """``![[cover.png|200]]`` is an image 200 px wide: "200" was its alias and its text."""
+    text = "## a\nCover ![[cover.png|200]] ![[map.jpg|640x480]] ![[Note|Shown]] [[Page|42]]\n"
+    (entry,) = parse_note("wiki/t.md", text).entries
+    assert [(x.target, x.alias) for x in entry.links] == [
+        ("cover.png", None),
+        ("map.jpg", None),
+        ("Note", "Shown"),
+        ("Page", "42"),  # a link (not an embed) shows "42"
+    ]
+    assert entry.text == "Cover cover.png map.jpg Shown 42"
+
+
 def test_inline_tags_ignore_headings_code_and_numbers() -> None:
     text = "## a\n#running and #猫 but not `#code` or #123 or a#b\n"
     assert parse_note("wiki/t.md", text).entries[0].tags == ("running", "猫")

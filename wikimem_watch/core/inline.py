@@ -13,6 +13,7 @@ from .frontmatter import front_strings
 from .models import Link
 
 _LINK = re.compile(r"(?P<embed>!?)\[\[(?P<inner>[^\[\]\n]+)\]\]")
+_SIZE = re.compile(r"\d+(?:x\d+)?")  # ![[x.png|200]], ![[x.png|200x100]]: a size, not words
 # An inline #tag: not in a word, a URL ("?q=#x", "/#x"), an entity (&#39;), a link to a
 # heading ("[[#Heading]]", "[text](#heading)") or escaped ("\#42", how Obsidian users keep a
 # "#" from making a tag). ``#(?<!X#)`` is ``(?<!X)#``, but the matcher jumps from "#" to "#"
@@ -35,11 +36,14 @@ _MD_LINK = re.compile(
 
 def parse_link(inner: str, embed: bool) -> Link | None:
     """The inside of ``[[…]]``: ``file:name``, ``Note``, ``Note#Heading``, ``Note#Head|alias``
-    (``Note\\|alias`` too: Obsidian's escaped pipe inside a table)."""
+    (``Note\\|alias`` too: Obsidian's escaped pipe inside a table). An embed's ``|200`` or
+    ``|200x100`` is its size in pixels, not an alias."""
     target, _, alias = inner.partition("|")
     target = target.strip().removesuffix("\\").rstrip()
     if not target:
         return None
+    if embed and _SIZE.fullmatch(alias.strip()):
+        alias = ""
     if "#" not in target and ":" in target:
         file, _, name = target.partition(":")
         if file.strip() and name.strip():
