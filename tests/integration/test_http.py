@@ -263,3 +263,36 @@ def test_bound_to_every_address_a_host_given_as_an_ip_is_this_machine(
     web.host = "127.0.0.1"
     assert web.request("GET", "/v1/status", host=f"192.0.2.2:{web.port}")[0] == 200
     assert web.request("GET", "/v1/status", host=f"evil.example:{web.port}")[0] == 403
+
+
+def _closed_within(sock: socket.socket, seconds: float, trickle: bytes) -> bool:
+    """Send ``trickle`` every 0.2 s (never finishing a request) until the daemon closes the
+    connection (True) or ``seconds`` pass (False)."""
+    deadline = time.monotonic() + seconds
+    sock.settimeout(0.2)
+    while time.monotonic() < deadline:
+        try:
+            sock.sendall(trickle)
+            if sock.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:
+            return True
+    return False
+
+
+@pytest.mark.timeout(60)
+def test_a_request_trickled_a_line_at_a_time_is_closed_after_the_idle_timeout(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    web = Http(start_daemon(vault, "--http", "127.0.0.1:0", "--idle-timeout-s", "1"))
+    with socket.create_connection((web.host, web.port), timeout=10) as sock:
+        sock.sendall(b"GET /v1/status HTTP/1.1\r\n")
+        # Each line arrives well within the timeout; the request never completes.
+        assert _closed_within(sock, 6, b"X-Slow: 1\r\n"), "a trickled request held its slot"
+    with socket.create_connection((web.host, web.port), timeout=10) as sock:
+        head = f"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {web.token}\r\n"
+        sock.sendall(head.encode() + b"Content-Length: 100000\r\n\r\n")
+        assert _closed_within(sock, 6, b" "), "a trickled body held its slot"
+    assert web.request("GET", "/v1/status")[0] == 200

@@ -17,6 +17,7 @@ Secure by default, because a browser can reach loopback too:
 from __future__ import annotations
 
 import hmac
+import io
 import ipaddress
 import json
 import logging
@@ -28,6 +29,8 @@ import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from socket import socket
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..config import Config
@@ -187,10 +190,49 @@ class HttpEndpoint:
             self._thread.join(5)
 
 
+class _RequestReader(io.RawIOBase):
+    """A connection's reads, with a deadline per request: the request line, the headers and
+    the body must all arrive within ``idle_timeout_s`` of the previous reply (or of the
+    connect), as a socket line must. The socket timeout alone bounds each read, so a request
+    trickled a line at a time would hold its connection, and one of ``max_connections``,
+    for good."""
+
+    def __init__(self, sock: socket) -> None:
+        self.sock = sock
+        self.deadline: float | None = None  # monotonic; None: no deadline (idle_timeout_s 0)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        current = self.sock.gettimeout()  # ``_discard`` may have set a shorter one
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request did not arrive within idle_timeout_s")
+            if current is None or left < current:
+                self.sock.settimeout(left)
+        try:
+            return self.sock.recv_into(buffer)
+        finally:
+            self.sock.settimeout(current)
+
+
 class _Handler(BaseHTTPRequestHandler):
     endpoint: HttpEndpoint
     protocol_version = "HTTP/1.1"
     server_version = "wikimem-watch"
+    _reader: _RequestReader
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the socket's own reader: closed, or the socket outlives us
+        self._reader = _RequestReader(self.connection)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        self._reader.deadline = time.monotonic() + self.timeout if self.timeout else None
+        super().handle_one_request()
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("http %s", format % args)
