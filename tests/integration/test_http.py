@@ -296,3 +296,16 @@ def test_a_request_trickled_a_line_at_a_time_is_closed_after_the_idle_timeout(
         sock.sendall(head.encode() + b"Content-Length: 100000\r\n\r\n")
         assert _closed_within(sock, 6, b" "), "a trickled body held its slot"
     assert web.request("GET", "/v1/status")[0] == 200
+
+
+def test_request_headers_are_bounded_before_they_are_parsed(web: Http) -> None:
+    pad = "".join(f"X-Pad-{i}: {'a' * 60000}\r\n" for i in range(4))  # 240 KB of headers
+    head = (
+        f"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\n"
+        f"Authorization: Bearer {web.token}\r\n{pad}Connection: close\r\n\r\n"
+    )
+    with socket.create_connection((web.host, web.port), timeout=10) as sock:
+        sock.sendall(head.encode())
+        reply = sock.makefile("rb").read()
+    assert reply.startswith(b"HTTP/1.1 431"), reply[:60]
+    assert "64 KiB" in json.loads(reply.partition(b"\r\n\r\n")[2])["error"]["message"]

@@ -17,6 +17,7 @@ Secure by default, because a browser can reach loopback too:
 from __future__ import annotations
 
 import hmac
+import http.client
 import io
 import ipaddress
 import json
@@ -48,6 +49,9 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # GET /v1/query parameters that are lists (comma-separated in the URL).
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
 _DISCARD_S = 2.0  # how long a refused body is read and dropped
+# A request's header lines, read before the token is checked: the standard library alone
+# allows 100 lines of 64 KiB, and a crowd of connections each sending that held gigabytes.
+MAX_HEAD_BYTES = 64 * 1024
 _LIST_PARAMS = frozenset({"kinds", "paths", "tags"})
 
 
@@ -195,16 +199,20 @@ class _RequestReader(io.RawIOBase):
     the body must all arrive within ``idle_timeout_s`` of the previous reply (or of the
     connect), as a socket line must. The socket timeout alone bounds each read, so a request
     trickled a line at a time would hold its connection, and one of ``max_connections``,
-    for good."""
+    for good. While the headers are read, at most ``head_left`` more bytes are."""
 
     def __init__(self, sock: socket) -> None:
         self.sock = sock
         self.deadline: float | None = None  # monotonic; None: no deadline (idle_timeout_s 0)
+        self.head_left: int | None = None
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
+        if self.head_left is not None and self.head_left <= 0:
+            # ``parse_request`` answers an HTTPException from the headers' reader with 431.
+            raise http.client.HTTPException(f"request headers over {MAX_HEAD_BYTES >> 10} KiB")
         current = self.sock.gettimeout()  # ``_discard`` may have set a shorter one
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
@@ -213,9 +221,12 @@ class _RequestReader(io.RawIOBase):
             if current is None or left < current:
                 self.sock.settimeout(left)
         try:
-            return self.sock.recv_into(buffer)
+            got = self.sock.recv_into(buffer)
         finally:
             self.sock.settimeout(current)
+        if self.head_left is not None:
+            self.head_left -= got
+        return got
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -244,14 +255,19 @@ class _Handler(BaseHTTPRequestHandler):
         line: bytes = getattr(self, "raw_requestline", b"")  # set by handle_one_request
         escaped = _NON_ASCII.sub(lambda m: b"%%%02X" % m[0][0], line.rstrip(b"\r\n"))
         self.raw_requestline = escaped + b"\r\n"
-        return super().parse_request()
+        self._reader.head_left = MAX_HEAD_BYTES  # the headers are read next
+        try:
+            return super().parse_request()
+        finally:
+            self._reader.head_left = None
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The standard library's own refusals (a malformed request line, an unsupported
         method) in the same JSON error body as ours, not an HTML page."""
         self.close_connection = True
+        text = f"{message}: {explain}" if message and explain else message or explain
         try:
-            self._send_error_body(code, message or explain or self.responses.get(code, ("",))[0])
+            self._send_error_body(code, text or self.responses.get(code, ("",))[0])
         except OSError:
             pass  # the client is gone; the connection closes anyway
 
