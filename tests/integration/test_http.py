@@ -3,6 +3,7 @@ loopback Host names only, body limits, and the same answers as the socket (ADR-0
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -309,3 +310,31 @@ def test_request_headers_are_bounded_before_they_are_parsed(web: Http) -> None:
         reply = sock.makefile("rb").read()
     assert reply.startswith(b"HTTP/1.1 431"), reply[:60]
     assert "64 KiB" in json.loads(reply.partition(b"\r\n\r\n")[2])["error"]["message"]
+
+
+def test_a_body_the_endpoint_does_not_read_is_never_read_as_the_next_request(web: Http) -> None:
+    inner = (
+        f"GET /v1/status HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {web.token}\r\n\r\n"
+    )
+    hello = '{"jsonrpc": "2.0", "id": 1, "method": "hello"}'
+    auth = f"Host: 127.0.0.1:{web.port}\r\nAuthorization: Bearer {web.token}\r\n"
+    framed = {  # each carries `inner` where a server reading it another way finds a request
+        "a GET with a body": f"GET /v1/days HTTP/1.1\r\n{auth}Content-Length: {len(inner)}",
+        "a preflight with a body": f"OPTIONS /rpc HTTP/1.1\r\nHost: localhost\r\n"
+        f"Origin: https://a.example\r\nContent-Length: {len(inner)}",
+        "Content-Length and Transfer-Encoding": f"POST /rpc HTTP/1.1\r\n{auth}"
+        f"Content-Length: {len(hello)}\r\nTransfer-Encoding: chunked",
+        "two Content-Lengths": f"POST /rpc HTTP/1.1\r\n{auth}Content-Length: {len(hello)}\r\n"
+        f"Content-Length: {len(hello) + len(inner)}",
+    }
+    for name, head in framed.items():
+        body = hello + inner if head.startswith("POST") else inner
+        replies = b""
+        with socket.create_connection((web.host, web.port), timeout=2) as sock:
+            sock.sendall(f"{head}\r\n\r\n{body}".encode())
+            with contextlib.suppress(TimeoutError):  # a kept-alive connection stays open
+                while chunk := sock.recv(65536):
+                    replies += chunk
+        assert replies.count(b"HTTP/1.1 ") == 1, name
+        if head.startswith("POST"):
+            assert replies.startswith(b"HTTP/1.1 411"), name

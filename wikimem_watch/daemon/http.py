@@ -326,6 +326,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.endpoint.after_reply(method)
 
     def do_OPTIONS(self) -> None:  # a CORS preflight, answered only for listed origins
+        self.close_connection |= self._has_body()  # not read: it must not be the next request
         origin = self.headers.get("Origin")
         if not self._host_ok() or origin not in self.endpoint.cors_origins:
             self._send(403, b"", "text/plain")
@@ -388,10 +389,15 @@ class _Handler(BaseHTTPRequestHandler):
         # by its IP. A name (what DNS rebinding uses) is still refused.
         return bound in ("0.0.0.0", "::") and _is_ip(name.strip("[]"))
 
+    def _has_body(self) -> bool:
+        length = self.headers.get("Content-Length")
+        return "Transfer-Encoding" in self.headers or length not in (None, "0")
+
     def _admitted(self) -> bool:
         """The Host and the token; a refusal closes the connection (a body left unread
-        would otherwise be read as the next request on it)."""
+        would otherwise be read as the next request on it), and so does a GET's body."""
         asked = self.close_connection  # what the request's own headers said
+        asked |= self.command != "POST" and self._has_body()
         self.close_connection = True  # until the request is admitted
         if not self._host_ok():
             self._send_error_body(403, "Host header is not this machine (DNS rebinding refused)")
@@ -409,10 +415,18 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
     def _body(self) -> bytes | None:
+        """The POST's body, framed by exactly one Content-Length: a Transfer-Encoding beside
+        it, or a second one, would have another reader take other bytes for the body."""
         length = self.headers.get("Content-Length")
-        if length is None or not (length.isascii() and length.isdigit()):
+        framed = len(set(self.headers.get_all("Content-Length", ()))) == 1
+        if (
+            length is None
+            or not (length.isascii() and length.isdigit())
+            or not framed
+            or "Transfer-Encoding" in self.headers
+        ):
             self.close_connection = True
-            self._send_error_body(411, "a POST needs a Content-Length")
+            self._send_error_body(411, "a POST needs one Content-Length (no Transfer-Encoding)")
             return None
         if int(length) > self.endpoint.max_body_bytes:
             self._send_error_body(
