@@ -338,3 +338,15 @@ def test_a_body_the_endpoint_does_not_read_is_never_read_as_the_next_request(web
         assert replies.count(b"HTTP/1.1 ") == 1, name
         if head.startswith("POST"):
             assert replies.startswith(b"HTTP/1.1 411"), name
+
+
+def test_a_content_length_of_thousands_of_digits_is_a_413(web: Http) -> None:
+    head = (
+        f"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\nAuthorization: Bearer {web.token}"
+        f"\r\nContent-Length: {'9' * 5000}\r\n\r\n"  # int() refuses over 4,300 digits
+    )
+    with socket.create_connection((web.host, web.port), timeout=10) as sock:
+        sock.sendall(head.encode())
+        sock.shutdown(socket.SHUT_WR)
+        reply = sock.makefile("rb").read()
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:60]
