@@ -350,3 +350,18 @@ def test_a_content_length_of_thousands_of_digits_is_a_413(web: Http) -> None:
         sock.shutdown(socket.SHUT_WR)
         reply = sock.makefile("rb").read()
     assert reply.startswith(b"HTTP/1.1 413"), reply[:60]
+
+
+def test_a_refusal_that_closes_its_connection_says_so(web: Http) -> None:
+    conn = http.client.HTTPConnection(web.host, web.port, timeout=10)
+    headers = {"Host": f"127.0.0.1:{web.port}", "Authorization": f"Bearer {web.token}"}
+    try:
+        conn.request("POST", "/nope", body=b"{}", headers=headers)
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 404 and resp.getheader("Connection") == "close"
+        conn.request("GET", "/v1/status", headers=headers)  # on a new connection, not a dead one
+        resp = conn.getresponse()
+        assert resp.status == 200 and json.loads(resp.read())["state"] == "ready"
+    finally:
+        conn.close()

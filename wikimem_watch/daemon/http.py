@@ -472,6 +472,11 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode() + b"\n"
         self._send(status, body, "application/json; charset=utf-8")
 
+    def end_headers(self) -> None:
+        if self.close_connection:  # else a client reuses it and finds it gone
+            self.send_header("Connection", "close")
+        super().end_headers()
+
     def _cors(self) -> None:
         """``Access-Control-Allow-Origin`` for a listed browser origin, and no other."""
         # ``headers`` is unset when the request line itself was refused (``send_error``).
