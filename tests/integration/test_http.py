@@ -365,3 +365,23 @@ def test_a_refusal_that_closes_its_connection_says_so(web: Http) -> None:
         assert resp.status == 200 and json.loads(resp.read())["state"] == "ready"
     finally:
         conn.close()
+
+
+def test_changes_are_subscribed_as_the_socket_subscribes(web: Http, vault: Path) -> None:
+    conn = http.client.HTTPConnection(web.host, web.port, timeout=5)
+    headers = {"Host": f"127.0.0.1:{web.port}", "Authorization": f"Bearer {web.token}"}
+    # A Windows-style path, as the socket's `subscribe` takes it.
+    conn.request("GET", "/v1/changes?paths=diary%5C2026-07-21.md", headers=headers)
+    resp = conn.getresponse()
+    try:
+        assert resp.status == 200
+        events = []
+        (vault / "diary" / "2026-07-21.md").write_text("## 09:00\nA new day.\n", encoding="utf-8")
+        while len(events) < 2:
+            line = resp.readline().decode()
+            if line.startswith("event: "):
+                events.append(line[7:].strip())
+        assert events == ["subscribed", "changed"]
+    finally:
+        conn.close()
+    assert web.request("GET", "/v1/changes?tags=x")[0] == 400  # the socket's params only

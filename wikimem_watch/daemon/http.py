@@ -41,6 +41,7 @@ from .methods import Service, dispatch
 from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from .runtime import private_dir, runtime_dir, vault_key
 from .server import handle_line
+from .subscriptions import CURRENT
 
 log = logging.getLogger(__name__)
 
@@ -339,22 +340,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _stream_changes(self, query: Mapping[str, str]) -> None:
-        """Server-sent events: the ``changed`` notifications of a subscription made with the
-        query's ``paths``, ``kinds`` and ``q``, until the client goes away."""
-        feed = getattr(self.endpoint.service, "feed", None)
-        if feed is None:
-            raise NotFound("this daemon has no change feed")
-        unknown = sorted(set(query) - {"paths", "kinds", "q"})
-        if unknown:
-            raise ProtocolError(INVALID_PARAMS, f"unknown param(s) {', '.join(unknown)}")
-        kinds = tuple(k for k in query.get("kinds", "").split(",") if k)
-        if any(k not in ("diary", "wiki") for k in kinds):
-            raise ProtocolError(INVALID_PARAMS, f"kinds: expected diary, wiki; got {kinds!r}")
-        paths = tuple(p.lstrip("/") for p in query.get("paths", "").split(",") if p)
+        """Server-sent events: the ``changed`` notifications of the socket's ``subscribe``
+        made with the query's ``paths``, ``kinds`` (comma-separated) and ``q``, until the
+        client goes away."""
+        params = {
+            k: [p for p in v.split(",") if p] if k in _LIST_PARAMS else v or None
+            for k, v in query.items()
+        }
         peer = SsePeer(self)
         # Subscribed first: a refusal (no searchable words, the subscription cap) is an error
         # answer, not a 200 stream with an error in it. Its sender waits for ``after_reply``.
-        sub_id, generation = feed.subscribe(peer, paths, kinds, query.get("q") or None)
+        CURRENT.peer = peer
+        try:
+            made = dispatch(self.endpoint.service, "subscribe", params)
+        finally:
+            CURRENT.peer = None
         self.close_connection = True
         try:
             with peer.send_lock:  # "subscribed" goes out before the first change
@@ -363,7 +363,6 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Type", "text/event-stream; charset=utf-8")
                 self.send_header("Cache-Control", "no-store")
                 self.end_headers()
-                made = {"subscription": sub_id, "generation": generation}
                 peer.event("subscribed", json.dumps(made).encode())
             for start in peer.after_reply:
                 start()
