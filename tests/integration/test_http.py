@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
+import signal
 import socket
 import time
 from collections.abc import Callable
@@ -385,3 +387,21 @@ def test_changes_are_subscribed_as_the_socket_subscribes(web: Http, vault: Path)
     finally:
         conn.close()
     assert web.request("GET", "/v1/changes?tags=x")[0] == 400  # the socket's params only
+
+
+@pytest.mark.timeout(60)
+def test_a_burst_of_connects_waits_in_the_backlog_not_in_syn_retries(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    daemon = start_daemon(vault, "--http", "127.0.0.1:0")
+    web = Http(daemon)
+    socks: list[socket.socket] = []
+    os.kill(daemon.proc.pid, signal.SIGSTOP)  # nothing is accepted: connects wait queued
+    try:
+        for _ in range(64):  # beyond the backlog, a SYN is dropped and retried after 1 s
+            socks.append(socket.create_connection((web.host, web.port), timeout=0.5))
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+        for sock in socks:
+            sock.close()
+    assert web.request("GET", "/v1/status")[0] == 200

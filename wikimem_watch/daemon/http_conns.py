@@ -14,6 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socket import AF_INET6
 from typing import Any
 
+from .server import LISTEN_BACKLOG
+
 log = logging.getLogger(__name__)
 
 BUSY = "too many HTTP connections (max_connections); retry shortly"
@@ -25,6 +27,9 @@ class BoundedServer(ThreadingHTTPServer):
     token, must not take a thread and a descriptor each without end)."""
 
     daemon_threads = True
+    # A burst of connects queues, as on the socket; the standard library's 5 dropped the
+    # rest's SYNs, and each such client waited a second or more, or timed out.
+    request_queue_size = LISTEN_BACKLOG
     max_connections = 256
     open_connections = 0
     refused = 0
