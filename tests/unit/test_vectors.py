@@ -362,6 +362,30 @@ def test_one_bad_byte_in_the_base_drops_only_its_block(tmp_path: Path) -> None:
     assert sum(len(c) for c in emb.calls) == 232, "only the torn block is re-embedded"
 
 
+def test_a_torn_base_is_written_again_whole_not_re_embedded_at_every_start(
+    tmp_path: Path,
+) -> None:
+    """The base rewrite after the re-embedding makes the torn base's very name and bytes;
+    it was taken for a copy already on disk, the torn file stayed, and the segment holding
+    the re-embedded rows was deleted: every start embedded the torn part again."""
+    entries = vault(600)
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path, emb)
+    VectorSync(emb, cache).sync(entries)
+    cache.compact(entries)
+    npy = base_npy(tmp_path)
+    whole = npy.read_bytes()
+    npy.write_bytes(whole[: len(whole) // 2])  # a crash or a sync tool left half of it
+    embedded = []
+    for _ in range(3):  # three starts over the same vault
+        emb.calls.clear()
+        VectorSync(emb, open_cache(tmp_path, emb)).sync(entries)
+        embedded.append(sum(len(c) for c in emb.calls))
+    assert embedded[0] == 600 - 256, "the torn blocks once"
+    assert embedded[1:] == [0, 0], "and never again"
+    assert npy.read_bytes() == whole
+
+
 class NanEmbedder(CountingEmbedder):
     """Answers NaN for any text containing "poison", and for a query saying "nanquery"."""
 

@@ -191,6 +191,12 @@ class CacheGroups:
         sums = group_sums(self.fingerprint, [h for h, _, _ in spans], matrix, done)
         keys_name = f"{sums[0]}.keys.jsonl"
         keys_path, npy_path = self.cache_dir / keys_name, self.cache_dir / f"{sums[0]}.npy"
+        held = self._groups.get(keys_name)
+        if held is not None and not held.complete:
+            # A torn copy of these very bytes (a crash, a sync tool): written again whole,
+            # or the rows re-embedded for its torn part would be dropped with the merge
+            # that wrote them, and embedded again at every start.
+            self._m.ref(self._groups.pop(keys_name).hashes, -1)
         if keys_name not in self._groups:  # equal name, equal bytes: another machine's copy
             self.ensure_dir()
             copy = self.cache_dir / KEYS_FILE if base else None
