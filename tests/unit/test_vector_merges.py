@@ -4,9 +4,11 @@ ADR-0005)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import random
 import shutil
 import time
 from pathlib import Path
@@ -321,3 +323,98 @@ def test_a_lone_daemon_never_waits(tmp_path: Path) -> None:
     cache.last_arrival = time.monotonic()  # something arrived, but from no live peer
     sync = VectorSync(CountingHash(), cache, peers=peers)
     assert sync.sync(texts(30), defer=True) == 30 and sync.deferred == 0
+
+
+class Mirror:
+    """A two-way sync tool: new and changed files go across, a deletion is deleted there."""
+
+    def __init__(self, a: Path, b: Path) -> None:
+        self.a, self.b = a, b
+        self.seen: tuple[set[str], set[str]] = (set(), set())
+
+    def step(self) -> None:
+        names_a, names_b = ({p.name for p in d.iterdir() if p.is_file()} for d in (self.a, self.b))
+        for src, dst, mine, theirs, seen_mine, seen_theirs in (
+            (self.a, self.b, names_a, names_b, self.seen[0], self.seen[1]),
+            (self.b, self.a, names_b, names_a, self.seen[1], self.seen[0]),
+        ):
+            for name in seen_mine - mine:  # deleted here since the last step
+                with contextlib.suppress(FileNotFoundError):
+                    (dst / name).unlink()
+            for name in mine - theirs - seen_theirs:  # new here
+                shutil.copy2(src / name, dst / name)
+        self.seen = tuple(  # type: ignore[assignment]
+            {p.name for p in d.iterdir() if p.is_file()} for d in (self.a, self.b)
+        )
+
+
+class OtherMachineHash(CountingHash):
+    """The same model on another machine: the same vectors but for the last bits."""
+
+    def embed_documents(self, texts: object) -> np.ndarray:  # type: ignore[override]
+        return super().embed_documents(texts) + np.float32(1e-6)
+
+
+def test_two_active_daemons_never_rewrite_the_base_back_and_forth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both rewrote the base at once; each then found the other's base full of duplicate
+    rows (dead) and rewrote its own again, at every edit: O(the vault) bytes per edit on
+    both machines, each uploaded by the sync tool. One owner rewrites the base now."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+    caches = [open_cache(a), open_cache(b)]
+    peers = [Peers(d, grace_s=3.0, own_id=c * 12) for d, c in ((a, "a"), (b, "b"))]
+    embedders = [CountingHash(), OtherMachineHash()]
+    syncs = [VectorSync(e, c, peers=p) for e, c, p in zip(embedders, caches, peers, strict=True)]
+    rewrites: list[Path] = []
+    real_compact = VectorCache.compact
+
+    def compact(self: VectorCache, live: object) -> None:
+        rewrites.append(self.cache_dir)
+        real_compact(self, live)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(VectorCache, "compact", compact)
+    entries = texts(200)
+    syncs[0].sync(entries)
+    mirror = Mirror(a, b)
+    mirror.step()
+    for p in peers:
+        p.announce()
+    mirror.step()
+    syncs[1].sync(entries)
+    rewrites.clear()
+    vaults = [dict(entries), dict(entries)]
+    rng = random.Random(0)
+    most = 0
+    in_flight: list[tuple[int, int, str, str]] = []  # notes on their way to the other machine
+    for i in range(400):  # edits on either machine, notes and cache files synced irregularly
+        here = rng.randrange(2)
+        old = rng.choice(sorted(vaults[here]))
+        del vaults[here][old]
+        vaults[here][key(f"edit {i}")] = f"edit {i}"
+        in_flight.append((i + rng.randrange(3), 1 - here, old, f"edit {i}"))
+        for _, there, gone, text in [n for n in in_flight if n[0] <= i]:
+            vaults[there].pop(gone, None)
+            vaults[there][key(text)] = text
+        in_flight = [n for n in in_flight if n[0] > i]
+        for m in rng.sample([0, 1], 2):
+            syncs[m].sync(vaults[m])
+        if rng.random() < 0.3:
+            mirror.step()
+        most = max([most, *(int(c.stats()["disk_rows"]) for c in caches)])  # type: ignore[call-overload]
+    for _, there, gone, text in in_flight:
+        vaults[there].pop(gone, None)
+        vaults[there][key(text)] = text
+    for _ in range(2):
+        for m in (0, 1):
+            syncs[m].sync(vaults[m])
+        mirror.step()
+    assert len(set(rewrites)) == 1, "one daemon rewrites the base, never both"
+    assert len(rewrites) <= 8, f"{len(rewrites)} base rewrites for 400 edits of 200 entries"
+    assert most < 5 * len(vaults[0]), "and the files stay bounded"
+    for d, vault in zip((a, b), vaults, strict=True):  # a start embeds nothing: nothing lost
+        emb = CountingHash()
+        VectorSync(emb, open_cache(d)).sync(vault)
+        assert emb.inputs == 0

@@ -48,14 +48,16 @@ class CacheMerges(CacheGroups):
             step = next_step(groups, 0, self.policy)
             return step is not None and step.kind == "base"
 
-    def maintain(self, live: Collection[str] | None) -> int:
+    def maintain(self, live: Collection[str] | None, *, rewrite_base: bool = True) -> int:
         """Merge files as the policy says (``policy.py``) until it is satisfied; returns the
         number of merges. Raises OSError when a write fails (the old files stay).
 
         ``live`` are the hashes live entries need, listed by the caller before this takes
         the lock (the engine's map takes the engine's lock to list them). Without them
         (``needs_live`` said no) dead rows count as none and the base is left alone: segments
-        still merge by size.
+        still merge by size. ``rewrite_base`` False (another daemon sharing the cache dir
+        owns the base rewrite, ``Peers.rewrites_base``) leaves the base alone too, and only
+        merges segments by size.
         """
         with self._lock:
             if self.state == "mismatch":
@@ -70,7 +72,7 @@ class CacheMerges(CacheGroups):
                     needed = live | self._kept_from_others()
                     dead = sum(rows for _, rows in groups) - self._m.live_rows_on_disk(needed)
                     self.churn = 0
-                step = next_step(groups, dead, self.policy)
+                step = next_step(groups, dead, self.policy, rewrite_base=rewrite_base)
                 if step is None:
                     break
                 if step.kind == "base":

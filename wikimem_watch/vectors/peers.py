@@ -39,6 +39,7 @@ ALIVE_S = 2 * 3600.0  # a peer file older than this: that daemon is gone
 ANNOUNCE_S = 3600.0
 ACTIVE_S = 600.0  # another machine's segment this recent: peers are active, wait for owners
 PEER_FILE = re.compile(r"peer-([0-9a-f]{12})\.json")
+BASE_OWNER_KEY = "the base rewrite"  # what the one daemon that rewrites the base owns
 
 
 def peer_id(cache_dir: Path) -> str:
@@ -87,6 +88,20 @@ class Peers:
                     if now - path.stat().st_mtime < within_s:
                         out.append(match.group(1))
         return sorted(out)
+
+    def rewrites_base(self, others: list[str]) -> bool:
+        """Whether this daemon, and no other among ``others``, rewrites the shared base.
+
+        A base rewrite is the one merge that depends on what a machine knows (its live
+        entries, the rows it holds), not on the files alone: two daemons rewriting at once
+        write two different bases, each then finds the other's full of duplicate (dead) rows
+        and rewrites again, for ever (O(the vault) bytes, and a sync upload, per edit). One
+        owner, by the same rendezvous hashing as texts, rewrites it; the others only merge
+        segments, which two machines make alike."""
+        return not others or self._owner(BASE_OWNER_KEY, others) == self.id
+
+    def _owner(self, key: str, others: list[str]) -> str:
+        return max([self.id, *others], key=lambda i: hashlib.blake2b(f"{i}{key}".encode()).digest())
 
     def owned_elsewhere(self, hashes: list[str], others: list[str]) -> set[str]:
         """The ``hashes`` whose owner (highest rendezvous score) is another daemon."""

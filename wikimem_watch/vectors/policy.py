@@ -56,12 +56,17 @@ def tier(rows: int, fanout: int) -> int:
 
 
 def next_step(
-    groups: Sequence[tuple[str, int]], dead_rows: int, policy: MergePolicy
+    groups: Sequence[tuple[str, int]],
+    dead_rows: int,
+    policy: MergePolicy,
+    *,
+    rewrite_base: bool = True,
 ) -> Step | None:
     """The next merge to do, or None when the files are within the policy.
 
     ``groups`` are (name, rows on disk); ``dead_rows`` counts rows on disk that no live entry
     needs (deleted or edited texts, duplicates across groups, rows that failed a checksum).
+    ``rewrite_base`` False (another daemon rewrites it) asks for segment merges only.
     Apply the step and ask again: each step leaves fewer groups, so the loop ends.
     """
     if not groups:
@@ -70,8 +75,9 @@ def next_step(
     _, base_rows = ordered[0]
     segments = ordered[1:]
     segment_rows = sum(rows for _, rows in segments)
-    if dead_rows > policy.max_dead_fraction * base_rows or (
-        segments and segment_rows > policy.max_segment_fraction * base_rows
+    if rewrite_base and (
+        dead_rows > policy.max_dead_fraction * base_rows
+        or (segments and segment_rows > policy.max_segment_fraction * base_rows)
     ):
         return Step("base", tuple(sorted(name for name, _ in groups)))
     by_tier: dict[int, list[str]] = {}

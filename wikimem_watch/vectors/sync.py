@@ -168,8 +168,9 @@ class VectorSync:
             done = self._fill(cache, todo, entries)
             if done == len(todo) and (done or not self._maintained):
                 try:
-                    live = list(entries) if cache.needs_live(exact=not delta) else None
-                    cache.maintain(live)
+                    base = self._rewrites_base()  # else a base rewrite is another daemon's
+                    live = list(entries) if base and cache.needs_live(exact=not delta) else None
+                    cache.maintain(live, rewrite_base=base)
                 except OSError as exc:
                     cache.last_error = f"cannot merge vector cache files: {exc}"
                     log.warning("%s (vectors kept in memory)", cache.last_error)
@@ -181,10 +182,7 @@ class VectorSync:
         """``todo`` minus the texts another active daemon owns, each for ``grace_s`` after we
         first found it missing; an owner that is off costs that delay, never a lost vector."""
         now = time.monotonic()
-        arrival = self.cache.last_arrival
-        others = self.peers.others() if self.peers is not None else []
-        if others and not (arrival is not None and now - arrival < ACTIVE_S):
-            others = others if self.peers and self.peers.others(ACTIVE_S) else []
+        others = self._active_others()
         if self.peers is None or not others:
             self._waiting, self._deferred = {}, set()
             return todo
@@ -193,6 +191,22 @@ class VectorSync:
         grace = self.peers.grace_s
         self._deferred = {h for h, t in self._waiting.items() if now - t < grace}
         return [h for h in todo if h not in self._deferred]
+
+    def _active_others(self) -> list[str]:
+        """The other live daemons sharing the cache dir, when any is active (one of their
+        groups arrived, or a peer file was written, within ``ACTIVE_S``); else none."""
+        if self.peers is None:
+            return []
+        others = self.peers.others()
+        arrival = self.cache.last_arrival
+        if others and not (arrival is not None and time.monotonic() - arrival < ACTIVE_S):
+            others = others if self.peers.others(ACTIVE_S) else []
+        return others
+
+    def _rewrites_base(self) -> bool:
+        """Whether this daemon may rewrite the base now: no other daemon is active, or this
+        one owns the base rewrite among them (``Peers.rewrites_base``)."""
+        return self.peers is None or self.peers.rewrites_base(self._active_others())
 
     def _next_wakeup(self) -> float:
         """Seconds until the background thread should look again (deferred work or a poll)."""
