@@ -691,3 +691,30 @@ def test_a_half_segment_a_sync_tool_just_delivered_waits_for_its_other_half(
     monkeypatch.setattr(files, "ORPHAN_GRACE_S", -1.0)  # past any grace: it goes
     files.remove_stale(tmp_path, keep="")
     assert not half.exists()
+
+
+def test_vectors_added_while_the_disk_was_full_are_written_once_it_has_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They served from memory, but nothing wrote them later and the error stayed in
+    ``status``: every start embedded them again."""
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path, emb)
+    sync = VectorSync(emb, cache)
+    real = cache_groups.write_group
+
+    def full(*args: object, **kwargs: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache_groups, "write_group", full)
+    entries = vault(20)
+    sync.sync(entries)
+    assert cache.usable and "No space left" in str(cache.stats()["last_error"])
+    monkeypatch.setattr(cache_groups, "write_group", real)  # room again
+    more = {**entries, content_hash("one more"): "one more"}
+    sync.sync(more)
+    assert cache.stats()["last_error"] is None
+    assert cache.stats()["disk_rows"] == 21
+    emb.calls.clear()
+    VectorSync(emb, open_cache(tmp_path, emb)).sync(more)
+    assert emb.calls == [], "nothing embedded again at the next start"

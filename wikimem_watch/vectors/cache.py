@@ -46,6 +46,8 @@ __all__ = ["VectorCache"]
 
 log = logging.getLogger(__name__)
 
+WRITE_FAILED = "cannot write to"  # how ``last_error`` starts after a failed write
+
 
 class VectorCache(CacheMerges):
     """Content-hash → vectors, persisted incrementally, searched brute force in memory.
@@ -80,6 +82,7 @@ class VectorCache(CacheMerges):
         self._groups: dict[str, _Group] = {}  # keys-file name → group
         self._failed: dict[str, tuple[int, ...]] = {}  # keys-file name → signature that failed
         self._recent: dict[str, float] = {}  # rows another machine sent, kept (cache_merges)
+        self._unwritten: list[str] = []  # hashes added while writes failed (a full disk)
         # Rows added, keys dropped and rows picked up since dead rows were last counted: an
         # upper bound on how many more rows can have died (``maintain``).
         self.churn = 0
@@ -178,7 +181,9 @@ class VectorCache(CacheMerges):
         """Add vectors (hash → (n_chunks, dim)) as ONE new segment; returns rows added.
 
         Hashes already held are skipped. A failed write is reported in ``last_error`` and
-        the vectors still serve from memory for this process.
+        the vectors still serve from memory; the next write that succeeds writes them too
+        (as a segment of their own, first) and clears the error, so a disk that was full
+        for a while costs no embedding at the next start.
         """
         import numpy as np
 
@@ -204,10 +209,19 @@ class VectorCache(CacheMerges):
             self._m.append(spans, matrix)
             self.churn += int(matrix.shape[0])
             try:
+                hid, refs = self._m.hid, self._m.refs  # still in no file (a base may hold them)
+                held = [h for h in self._unwritten if h in hid and not refs[hid[h]]]
+                if held:
+                    self._write(*self._m.gather(held))
+                    self._unwritten = []
                 self._write(spans, matrix)
             except OSError as exc:
-                self.last_error = f"cannot write to {self.cache_dir}: {exc}"
+                self._unwritten += [h for h, _, _ in spans]
+                self.last_error = f"{WRITE_FAILED} {self.cache_dir}: {exc}"
                 log.warning("vector cache: %s (vectors kept in memory only)", self.last_error)
+            else:
+                if self.last_error is not None and self.last_error.startswith(WRITE_FAILED):
+                    self.last_error = None  # written again: the disk has room again
             return int(matrix.shape[0])
 
     def adopt(self, rebuilt: VectorCache, live: Collection[str]) -> None:
