@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time as clock
 from datetime import UTC, date, datetime, time
 
 import pytest
@@ -848,3 +849,20 @@ def test_the_words_that_open_a_range_belong_to_its_span() -> None:
         assert found is not None and found.rest == rest, text
     found = parse_time_range("what did we talk about yesterday", now=FRI)
     assert found is not None and found.start.isoformat() == "2026-07-23"  # "about" is a verb's
+
+
+# --- long input: a question may be up to 100,000 characters (MAX_TEXT_CHARS) -----------------
+
+
+def _parse_quickly(text: str) -> TimeWindow | None:
+    """Parse `text`, failing when it takes more than a second (a quadratic scan of 50,000
+    characters takes tens)."""
+    started = clock.perf_counter()
+    found = parse_time_range(text, now=FRI)
+    assert clock.perf_counter() - started < 1.0, f"{len(text)} characters took too long"
+    return found
+
+
+def test_a_long_run_of_numerals_is_read_in_linear_time() -> None:
+    assert _parse_quickly("一" * 50_000) is None
+    assert _parse_quickly("1" * 50_000 + "年") is None
