@@ -866,3 +866,13 @@ def _parse_quickly(text: str) -> TimeWindow | None:
 def test_a_long_run_of_numerals_is_read_in_linear_time() -> None:
     assert _parse_quickly("一" * 50_000) is None
     assert _parse_quickly("1" * 50_000 + "年") is None
+
+
+def test_a_long_text_of_rejected_look_alikes_is_read_in_linear_time() -> None:
+    # Each look-alike is rejected in turn; the rules that match nothing further on must not
+    # scan the rest of the text again for each one, nor the words before it.
+    assert _parse_quickly("Sunday Times " * 5_000) is None
+    assert _parse_quickly("过去" * 25_000) is None
+    assert _parse_quickly("my last 500 years " * 3_000) is None
+    found = _parse_quickly("the Sunday Times " * 3_000 + "yesterday")
+    assert found is not None and found.matched == "yesterday"

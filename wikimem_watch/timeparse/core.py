@@ -223,10 +223,17 @@ def _span_to(
 def _find(text: str, today: date) -> tuple[int, int, Days] | None:
     """The first well-formed expression: earliest start, then longest, then rule order."""
     rules, pos = _rules_for(text), 0
+    # Each rule's next match, searched again only once `pos` has passed its start (the same
+    # match a new search would find): a rule with none left is not searched again, so a long
+    # text of rejected look-alikes ("Sunday Times" × 8000) is one pass per rule, not one per
+    # rejected match.
+    ahead = [pattern.search(text) for pattern, _ in rules]
     while pos < len(text):
         best: tuple[re.Match[str], Resolver] | None = None
-        for pattern, resolve in rules:
-            found = pattern.search(text, pos)
+        for i, (pattern, resolve) in enumerate(rules):
+            found = ahead[i]
+            if found is not None and found.start() < pos:
+                found = ahead[i] = pattern.search(text, pos)
             if found and (best is None or _rank(found) < _rank(best[0])):
                 best = (found, resolve)
         if best is None:

@@ -66,7 +66,7 @@ def rolling(m: re.Match[str], today: date) -> Days | None:
     """过去三天, the past 3 days: today and the N-1 days before it; weeks are 7N days, months
     and years run from the day after the same date N months/years back."""
     g = m.groupdict()
-    if en.OWNER_BEFORE.search(m.string, 0, m.start()):
+    if en.OWNER_BEFORE.search(m.string, max(0, m.start() - 12), m.start()):
         return None  # "my last 3 days in Paris": a period of something else
     if g.get("n3"):  # 这三天; 这两天 and 这一天 are vague ("these days", "that day")
         n = num(g["n3"])
@@ -133,7 +133,7 @@ def _weekday_is_name(m: re.Match[str]) -> bool:
     """'the Sunday Times', 'a Friday market', 'Monday Night Football' name no day."""
     b, e = m.span("wd")
     return bool(
-        en.ARTICLE_BEFORE.search(m.string, 0, b)
+        en.ARTICLE_BEFORE.search(m.string, max(0, b - 12), b)
         or (m.string[b].isupper() and en.CAPITALISED_AFTER.match(m.string, e))
         or m.string.startswith(("'s", "’s"), e)
     )
