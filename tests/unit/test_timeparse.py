@@ -359,6 +359,9 @@ POSITIVE = [
     _case("en-yearless-range-stops-today", "from July 20 to July 26", "2026-07-20", "2026-07-24"),
     _case("zh-range-bare-end-day", "11月3日到5日", "2025-11-03", "2025-11-05"),
     _case("zh-range-cong", "从11月3日到11月5日", "2025-11-03", "2025-11-05"),
+    _case("en-range-to-the-ordinal", "from May 1st to the 3rd", "2026-05-01", "2026-05-03"),
+    _case("en-between-and-the-ordinal", "between May 1st and the 3rd", "2026-05-01", "2026-05-03"),
+    _case("en-range-the-ordinals-of", "from the 1st to the 3rd of May", "2026-05-01", "2026-05-03"),
     # --- days joined by 和 / 、 / and / or: the span from the first to the last
     _case("zh-wed-and-thu", "周三和周四", "2026-07-22", "2026-07-23"),
     _case("zh-wed-dun-thu", "周三、周四", "2026-07-22", "2026-07-23"),
@@ -538,6 +541,7 @@ NEGATIVE = [
     "先天和后天",
     # ranges of bare numbers
     "from 3 to 5 days ago",
+    "from the 1st to the 3rd",  # of which month?
     "before yesterday",
     "昨天之后",
     "5月3日左右",

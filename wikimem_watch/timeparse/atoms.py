@@ -27,13 +27,14 @@ EN_MY = rf"(?P<mn>{MON})\.?,?\s+(?:of\s+)?{YEAR}"
 BARE_DAY = rf"(?:(?P<zd>{DAY_ZH})[日号]|{DAY}(?:,?\s+{YEAR})?)"
 _ATOMS = [LazyPattern(p, re.I) for p in (ISO, ZH_MD, EN_MD, EN_DM, EN_MY, BARE_DAY)]
 ATOM = "|".join(plain(p) for p in (ISO, ZH_MD, EN_MD, EN_DM, EN_MY))
-# "between A and B", "from A to B", "A - B", "从A到B"; B may be a bare day ("August 11-15"),
-# and A may be one when B names the month ("between 20 and 22 November", "20-22 Nov 2023").
+# "between A and B", "from A to B", "A - B", "从A到B"; B may be a bare day ("August 11-15",
+# "from May 1st to the 3rd"), and A may be one when B names the month ("between 20 and 22
+# November", "20-22 Nov 2023", "from the 1st to the 3rd of May").
 _EN_BARE_DAY = r"[0-9]{1,2}(?:st|nd|rd|th)?(?![0-9a-z])"
 RANGE = (
-    rf"(?:(?P<btw>between\s+)|from\s+|从)?(?P<a>{ATOM}|{_EN_BARE_DAY})\s*"
+    rf"(?:(?P<btw>between\s+)|from\s+|从)?(?:the\s+)?(?P<a>{ATOM}|{_EN_BARE_DAY})\s*"
     r"(?(btw)and|(?:到|至|to|until|till|through|thru|-|–|—|~|～))"
-    rf"\s*(?P<b>{ATOM}|{plain(BARE_DAY)})"
+    rf"\s*(?:the\s+)?(?P<b>{ATOM}|{plain(BARE_DAY)})"
 )
 
 
