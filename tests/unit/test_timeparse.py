@@ -542,6 +542,11 @@ NEGATIVE = [
     # ranges of bare numbers
     "from 3 to 5 days ago",
     "from the 1st to the 3rd",  # of which month?
+    # a range whose second day comes before the first in the same month: not a year apart
+    "5月3日到1日",
+    "May 3 to May 1",
+    "2023年5月3日到1日",
+    "Dec 28-2",
     "before yesterday",
     "昨天之后",
     "5月3日左右",

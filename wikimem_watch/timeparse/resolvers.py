@@ -212,6 +212,8 @@ def date_range(m: re.Match[str], today: date) -> Days | None:
         ya, ma = yb, mb
     mb = mb or ma
     first, last = (ma, da or 1), (mb, db or 31)
+    if mb == ma and last < first:
+        return None  # "5月3日到1日", "May 3 to May 1": backwards, not a year apart
     yearless = ya is None and yb is None
     if ya is None:
         ya = recent(today, ma, da or 1).year if yb is None else yb - (first > last)
