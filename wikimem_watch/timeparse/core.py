@@ -85,7 +85,9 @@ def _rules_for(text: str) -> Rules:
 # when it is at most this long; farther apart, the first expression alone counts.
 JOIN_MAX_DAYS = 7
 _JOIN = re.compile(
-    r"\s*(?:和|与|跟|及|或者|或是|或|还是|、|&|(?<![a-z])(?:and|or)(?![a-z]))\s*", re.I
+    r"\s*(?:和|与|跟|及|或者|或是|或|还是|、|&|(?<![a-z])(?:and|or)(?![a-z])"
+    r"|(?P<comma>,)(?:\s*(?:and|or)(?![a-z]))?)\s*",
+    re.I,
 )
 
 
@@ -172,6 +174,9 @@ def _join(
     days, end = [day], found.end()
     while (joiner := _JOIN.match(text, end)) and (hit := _match_at(text, joiner.end(), rules)):
         second, resolve2 = hit
+        same_kind = resolve2 is resolve or (_is_weekday(found) and _is_weekday(second))
+        if joiner["comma"] and not same_kind:
+            break  # a comma lists days of one kind: "Monday, Tuesday and Wednesday"
         mode, _, _ = _context(text, *second.span())
         days2 = _resolve(second, resolve2, today) if mode == "plain" else None
         if days2 is None or days2[0] != days2[1]:
