@@ -369,6 +369,7 @@ POSITIVE = [
     _case("en-three-days-listed", "Monday, Tuesday and Wednesday", "2026-07-20", "2026-07-22"),
     _case("en-days-listed-oxford", "on Monday, Tuesday, and Wednesday", "2026-07-20", "2026-07-22"),
     _case("en-comma-other-kind", "on Monday, three days ago I said", "2026-07-20"),
+    _case("zh-day-after-a-title", "《明天会更好》是我昨天听的", "2026-07-23"),
     _case("zh-last-wed-and-thu", "上周三和周四", "2026-07-15", "2026-07-16"),
     _case("zh-yesterday-and-today", "昨天和今天", "2026-07-23", "2026-07-24"),
     _case("zh-dates-joined", "5月4日和5月6日", "2026-05-04", "2026-05-06"),
@@ -578,6 +579,10 @@ NEGATIVE = [
     "昨日重现这首歌",
     # 周三天: three days a week
     "我一周三天去健身房",
+    # the title of a work, marked 《》
+    "我推荐过的《十月围城》你看了吗",
+    "我看了《星期天的约会》吗",
+    "《明天会更好》这首歌",
 ]
 
 

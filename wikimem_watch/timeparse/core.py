@@ -8,6 +8,7 @@ an idiom, a vague word) consumes its span, so no substring of it can match after
 
 from __future__ import annotations
 
+import bisect
 import re
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -225,9 +226,20 @@ def _span_to(
     return second.end(), (days[0], other[1], None, None)
 
 
+# 《十月围城》, 《星期天的约会》, 《明天会更好》: the title of a work, whatever time words it holds.
+_TITLE = re.compile(r"《[^《》]*》")
+
+
+def _in_title(titles: list[tuple[int, int]], b: int, e: int) -> bool:
+    """True when text[b:e] lies inside one of `titles` (sorted, disjoint spans of 《…》)."""
+    i = bisect.bisect_left(titles, (b, 0)) - 1  # the last title that opens before b
+    return i >= 0 and e < titles[i][1]
+
+
 def _find(text: str, today: date) -> tuple[int, int, Days] | None:
     """The first well-formed expression: earliest start, then longest, then rule order."""
     rules, pos = _rules_for(text), 0
+    titles = [t.span() for t in _TITLE.finditer(text)] if "《" in text else []
     # Each rule's next match, searched again only once `pos` has passed its start (the same
     # match a new search would find): a rule with none left is not searched again, so a long
     # text of rejected look-alikes ("Sunday Times" × 8000) is one pass per rule, not one per
@@ -245,6 +257,8 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
             return None
         found, resolve = best
         mode, b, e = _context(text, *found.span())
+        if titles and _in_title(titles, *found.span()):
+            mode = "open"  # a title: no window, and nothing inside it matches afterwards
         days = None if mode == "open" else _resolve(found, resolve, today)
         if days is not None and mode == "since":
             days = (days[0], today, None, None) if days[0] <= today else None
