@@ -575,6 +575,9 @@ NEGATIVE = [
     "in May Day celebrations",
     "since May left",
     "dinner at Ruby Tuesday",
+    "what was on my Monday.com board",
+    "Super Tuesday results",
+    "the Today programme on Radio 4",
     "今日头条上看到的",
     "昨日重现这首歌",
     # 周三天: three days a week

@@ -31,9 +31,9 @@ BLOCK = bounded(
     r"|(?:last|first|final)\s+(?:day|week|weekend|month)s?\s+of"
     rf"|(?:next|every|each|(?:this\s+)?coming)\s+(?:{WD})s?"
     rf"|(?:{WD})\s*(?:-|–|to|through|thru|till|until)\s*(?:{WD})|sunday\s+school"
-    rf"|{_HOLIDAY}\s+(?:{WD})"
+    rf"|{_HOLIDAY}\s+(?:{WD})|(?-i:Super\s+Tuesday)"  # primaries, capitalised
     # Names with a time word in them: papers, shows, holidays.
-    r"|usa\s+today|today\s+show|(?:mail|independent|observer)\s+on\s+sunday"
+    r"|usa\s+today|today\s+(?:show|programme)|(?:mail|independent|observer)\s+on\s+sunday"
     r"|(?:(?:in|on|at|for|during)\s+)?(?:the\s+)?"
     r"(?:fourth\s+of\s+july|ides\s+of\s+march|may\s+day|ruby\s+tuesday|man\s+friday)"
 )
@@ -121,6 +121,7 @@ NAME_VERB_AFTER = LazyPattern(
 # adjective. And a capitalised weekday directly followed by a capitalised word that is not a
 # time word is a name ("Sunday Times", "Monday Night Football"); "Monday Morning" is a time.
 ARTICLE_BEFORE = LazyPattern(r"(?<![a-z])(?:the|a|an)\s+$", re.I)
+DOMAIN_AFTER = LazyPattern(r"\.[a-z]", re.I)  # "a Monday.com board": a web name
 CAPITALISED_AFTER = LazyPattern(
     r" (?:(?:Morning|Afternoon|Evening|Night) )?"
     r"(?!(?:Morning|Afternoon|Evening|Night|I|I'm|I've|I'd|I'll)(?![A-Za-z'])"

@@ -130,12 +130,14 @@ def weekday_of_week(m: re.Match[str], today: date) -> Days | None:
 
 
 def _weekday_is_name(m: re.Match[str]) -> bool:
-    """'the Sunday Times', 'a Friday market', 'Monday Night Football' name no day."""
+    """'the Sunday Times', 'a Friday market', 'Monday Night Football', 'Monday.com' name no
+    day."""
     b, e = m.span("wd")
     return bool(
         en.ARTICLE_BEFORE.search(m.string, max(0, b - 12), b)
         or (m.string[b].isupper() and en.CAPITALISED_AFTER.match(m.string, e))
         or m.string.startswith(("'s", "’s"), e)
+        or en.DOMAIN_AFTER.match(m.string, e)
     )
 
 
