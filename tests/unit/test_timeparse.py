@@ -370,6 +370,7 @@ POSITIVE = [
     _case("en-days-listed-oxford", "on Monday, Tuesday, and Wednesday", "2026-07-20", "2026-07-22"),
     _case("en-comma-other-kind", "on Monday, three days ago I said", "2026-07-20"),
     _case("zh-day-after-a-title", "《明天会更好》是我昨天听的", "2026-07-23"),
+    _case("en-weekday-the-day-of-month", "on Monday the 20th", "2026-07-20"),
     _case("zh-last-wed-and-thu", "上周三和周四", "2026-07-15", "2026-07-16"),
     _case("zh-yesterday-and-today", "昨天和今天", "2026-07-23", "2026-07-24"),
     _case("zh-dates-joined", "5月4日和5月6日", "2026-05-04", "2026-05-06"),
@@ -577,6 +578,7 @@ NEGATIVE = [
     "dinner at Ruby Tuesday",
     "what was on my Monday.com board",
     "Super Tuesday results",
+    "what happened on Friday the 13th",  # last Friday was the 24th
     "the Today programme on Radio 4",
     "今日头条上看到的",
     "昨日重现这首歌",

@@ -71,7 +71,9 @@ PERIOD = bounded(
     rf"(?P<w>last|this|next)\s+(?:(?P<u>week(?:end)?|month|year)|(?P<wd>{WD}){TOD_EN})"
     r"|(?P<wbl>the\s+week\s+before\s+last)"
 )
-WEEKDAY = bounded(rf"{_PRE}(?P<wd>{WD}){TOD_EN}")
+# "Monday the 20th" names its day of the month too ("Friday the 13th" is rarely last Friday).
+_OF_MONTH = r"(?:,?\s+the\s+(?P<dom>[0-9]{1,2})(?:st|nd|rd|th)?(?![0-9a-z]))?"
+WEEKDAY = bounded(rf"{_PRE}(?P<wd>{WD}){_OF_MONTH}{TOD_EN}")
 DATE = bounded(rf"{_PRE}(?P<atom>{plain(EN_MD)}|{plain(EN_DM)}|{plain(EN_MY)})")
 IN_YEAR = bounded(rf"(?:(?:in|during)\s+(?:the\s+year\s+)?|the\s+year\s+|(?<=since\s)){YEAR}")
 # "the past 3 days", "last two weeks", "past week", "over the past month": rolling, to today.

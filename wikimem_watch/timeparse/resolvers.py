@@ -171,7 +171,10 @@ def bare_weekday(m: re.Match[str], today: date) -> Days | None:
         return None  # 周一到周五: which week? Ambiguous: no window.
     if m["wd"].isascii() and _weekday_is_name(m):
         return None
-    return one_day(today - timedelta(days=(today.weekday() - weekday(m["wd"])) % 7), m["tod"])
+    day = today - timedelta(days=(today.weekday() - weekday(m["wd"])) % 7)
+    if m.groupdict().get("dom") and int(m["dom"]) != day.day:
+        return None  # "Friday the 13th" when last Friday was the 24th: not that day
+    return one_day(day, m["tod"])
 
 
 def absolute(m: re.Match[str], today: date) -> Days | None:
