@@ -371,6 +371,7 @@ POSITIVE = [
     _case("en-comma-other-kind", "on Monday, three days ago I said", "2026-07-20"),
     _case("zh-day-after-a-title", "《明天会更好》是我昨天听的", "2026-07-23"),
     _case("en-weekday-the-day-of-month", "on Monday the 20th", "2026-07-20"),
+    _case("zh-last-year-summer", "去年夏天的旅行", "2025-01-01", "2025-12-31"),
     _case("zh-last-wed-and-thu", "上周三和周四", "2026-07-15", "2026-07-16"),
     _case("zh-yesterday-and-today", "昨天和今天", "2026-07-23", "2026-07-24"),
     _case("zh-dates-joined", "5月4日和5月6日", "2026-05-04", "2026-05-06"),
@@ -592,6 +593,9 @@ NEGATIVE = [
     "三月兔是谁",
     "我们一起看了十月围城",
     "七月与安生这部电影",
+    # a winter named by its year runs into the next January
+    "去年冬天我们去了哪",
+    "2024年冬天",
 ]
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 
-from . import en
+from . import en, zh
 from .atoms import parse_atom
 from .periods import (
     month_days,
@@ -117,10 +117,16 @@ def relative_year(m: re.Match[str], today: date) -> Days | None:
     """去年, 今年; 去年10月 (that month), 去年5月3日 (that day)."""
     year = today.year + OFFSET[m["w"]]
     if not m["m"]:
-        return year_days(year)
+        return _whole_year(m, year)
     if not m["d"]:
         return month_days(year, num(m["m"]))
     return one_day(date(year, num(m["m"]), num(m["d"])))
+
+
+def _whole_year(m: re.Match[str], year: int) -> Days | None:
+    """The year, unless its winter is meant: 去年冬天 runs into this January, 2024年冬天 into
+    2025's, so the calendar year holds the wrong half of it (no window)."""
+    return None if zh.WINTER_AFTER.match(m.string, m.end()) else year_days(year)
 
 
 def weekday_of_week(m: re.Match[str], today: date) -> Days | None:
@@ -188,7 +194,7 @@ def absolute(m: re.Match[str], today: date) -> Days | None:
         year = int(g["y"])
         month, day = (num(g[k]) if g.get(k) else None for k in "md")
     if month is None:
-        return year_days(year or 0)
+        return _whole_year(m, year or 0)
     if day is None:
         return month_days(year or 0, month)
     return one_day(date(year, month, day) if year else recent(today, month, day), g.get("tod"))

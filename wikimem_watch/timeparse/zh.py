@@ -55,6 +55,7 @@ ON_BEFORE = LazyPattern(
 )
 THAT_DAY_AFTER = LazyPattern(r"(?:这|那|当)一?天(?![气空然才生下])")
 OPEN_AFTER = LazyPattern(r"以后|之后|之前|以前|前后|左右")
+WINTER_AFTER = LazyPattern(r"的?冬(?:天|季)")  # 去年冬天: December and the next year's January
 # 大约三天前, 3、4天前, 两三天前: approximate, no window (as 三天前左右). The second form
 # only before an expression that starts with a number.
 APPROX_BEFORE = LazyPattern(r"(?:大约|大概|约莫|差不多|将近)$")
