@@ -350,6 +350,8 @@ POSITIVE = [
     _case("zh-since-zhijin", "5月3日至今", "2026-05-03", "2026-07-24"),
     _case("zh-since-dao-xianzai", "从5月3日到现在", "2026-05-03", "2026-07-24"),
     _case("zh-since-last-month-qi", "从上个月起", "2026-06-01", "2026-07-24"),
+    _case("zh-since-qi-no-cong", "11月20日起我都做了什么", "2025-11-20", "2026-07-24"),
+    _case("zh-qi-a-verb", "昨天起晚了", "2026-07-23"),  # got up late: no "from ... on"
     # --- ranges with the month on one side only; yearless ranges stop at today
     _case("en-between-days-month", "between 20 and 22 November", "2025-11-20", "2025-11-22"),
     _case("en-between-month-days", "between November 20 and 22", "2025-11-20", "2025-11-22"),

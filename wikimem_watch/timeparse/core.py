@@ -122,6 +122,8 @@ def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
         return "since", first, after.end()
     if zh_from and (after := zh.ON_AFTER.match(text, e)):
         return "since", first, after.end()
+    if after := zh.FROM_ON_AFTER.match(text, e):
+        return "since", first, after.end()
     if zh_since and (after := zh.LATER_AFTER.match(text, e)):
         return "since", first, after.end()
     if zh.OPEN_AFTER.match(text, e):

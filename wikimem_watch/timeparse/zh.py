@@ -45,6 +45,8 @@ BLOCK = LazyPattern(rf"{_BLOCK_PHRASES}|{alt(_BLOCK_WORDS)}|{_COUNTED_WEEKS}")
 SINCE_BEFORE, FROM_BEFORE = LazyPattern(r"自从$"), LazyPattern(r"(?:从|自)$")
 SINCE_AFTER = LazyPattern(r"以来|至今|到现在|到如今|到目前为止|到目前|到今天为止")
 ON_AFTER = LazyPattern(r"开始|起(?![床来身码初先])")
+# 11月20日起, 昨天起我就…: "from X on" without 从, when 起 ends the phrase (not 起晚了, 起飞)
+FROM_ON_AFTER = LazyPattern(r"起(?=$|[\s，,。.！!？?；;、]|[的我你他她咱就都])")
 LATER_AFTER = LazyPattern(r"以后|之后")
 # The words that make a time expression a phrase, as "on" does in "on May 3": 在/于 before it
 # (not the 在 of 现在, 正在…, nor the 于 of 关于, 对于, 由于…), 这天/那天/当天 after a day
