@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import date
 
 import pytest
 
@@ -88,3 +89,19 @@ def test_a_range_with_a_third_part_is_refused() -> None:
 def test_an_empty_tag_name_is_refused_not_a_silent_empty_result(tags: list[str]) -> None:
     with pytest.raises(BadRequest, match="empty tag name"):
         QueryRequest.from_dict({"q": "x", "tags": tags})
+
+
+@pytest.mark.parametrize(
+    "bad", ["2026-11-0199", "2026-11-01x", "2026-11-01 garbage", "2026-11-01T99"]
+)
+def test_a_time_range_date_is_read_whole_not_by_its_first_ten_characters(bad: str) -> None:
+    for value in ([bad, "2026-11-30"], f"{bad}..2026-11-30"):
+        with pytest.raises(BadRequest, match=re.escape(f"time_range: {bad!r} is not a date")):
+            QueryRequest.from_dict({"q": "x", "time_range": value})
+
+
+def test_a_time_range_date_may_be_a_date_time_and_its_day_is_used() -> None:
+    req = QueryRequest.from_dict({"q": "x", "time_range": ["2026-11-01T10:00", " 2026-11-02 "]})
+    assert req.time_range == (date(2026, 11, 1), date(2026, 11, 2))
+    req = QueryRequest.from_dict({"q": "x", "time_range": "2026-11-01T08:00Z..2026-11-02"})
+    assert req.time_range == (date(2026, 11, 1), date(2026, 11, 2))

@@ -98,12 +98,19 @@ def _zone(name: str | None) -> str | None:
 
 
 def parse_date(value: object, field: str) -> date:
+    """A whole ISO date, or the day of a whole ISO date-time ("2026-11-01T10:00"); anything
+    else is refused, never read by its first ten characters ("2026-11-0199" is no date)."""
     if not isinstance(value, str):
         raise BadRequest(f"{field}: expected a date 'YYYY-MM-DD', got {_short(value)}")
+    text = value.strip()
     try:
-        return date.fromisoformat(value.strip()[:10])
+        if len(text) == 10:
+            return date.fromisoformat(text)
+        if len(text) > 10 and text[10] in "T ":
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
     except ValueError:
-        raise BadRequest(f"{field}: {_short(value)} is not a date; expected 'YYYY-MM-DD'") from None
+        pass
+    raise BadRequest(f"{field}: {_short(value)} is not a date; expected 'YYYY-MM-DD'")
 
 
 def parse_time_range_field(value: object) -> tuple[date, date] | str | None:
