@@ -552,3 +552,27 @@ def test_a_tags_listing_orders_items_without_time_by_path_and_keeps_the_budget(
     assert len(hits(ask(engine, q="", tags=["t"], budget_tokens=5))) == 1  # the first always
     explained = hits(ask(engine, q="", tags=["t"], explain=True))
     assert explained[0]["explain"] == {"listing": True, "tags": ["t"]}
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [["diary"], ["diary/"], ["./diary"], ["./diary/"], ["/diary"], ["diary\\"], ["./diary/*.md"]],
+)
+def test_a_path_filter_reads_a_vault_relative_folder_however_it_is_written(
+    example_engine: Engine, paths: list[str]
+) -> None:
+    found = hits(ask(example_engine, q="火锅", paths=paths, k=50, expand_links=False))
+    assert found and all(str(h["path"]).startswith("diary/") for h in found)
+
+
+def test_the_vault_itself_as_a_path_filters_nothing_and_an_empty_path_is_refused(
+    example_engine: Engine,
+) -> None:
+    everything = hits(ask(example_engine, q="火锅", k=50, expand_links=False))
+    for root in (["."], ["./"], ["/"], ["diary", "."]):
+        assert (
+            hits(ask(example_engine, q="火锅", paths=root, k=50, expand_links=False)) == everything
+        )
+    for empty in ([""], ["diary", " "]):
+        with pytest.raises(BadRequest, match='"paths" holds an empty path'):
+            QueryRequest.from_dict({"q": "x", "paths": empty})

@@ -61,7 +61,7 @@ class QueryRequest:
             q=require_text(q, "q"),
             k=_int(data, "k", 10, lo=1, hi=MAX_K),
             kinds=_kinds(data.get("kinds")),
-            paths=_strs(data, "paths"),
+            paths=_paths(_strs(data, "paths")),
             tags=_tags(_strs(data, "tags")),
             time_range=parse_time_range_field(data.get("time_range")),
             now=_now(data.get("now")),
@@ -82,6 +82,23 @@ def _tags(given: tuple[str, ...]) -> tuple[str, ...]:
     if any(not t for t in tags):
         raise BadRequest(f'"tags" holds an empty tag name: {list(given)!r}')
     return tags
+
+
+def _paths(given: tuple[str, ...]) -> tuple[str, ...]:
+    """Vault-relative folders, files or globs as the index names them: ``./diary``,
+    ``/diary`` and ``diary\\`` are ``diary`` (as ``subscribe`` reads them); ``.`` is the whole
+    vault (no filter). An empty one is refused: it would match nothing and empty every result."""
+    if any(not raw.strip() for raw in given):
+        raise BadRequest(f'"paths" holds an empty path: {_short(list(given))}')
+    paths: list[str] = []
+    for raw in given:
+        path = raw.strip().replace("\\", "/")
+        while path.startswith(("./", "/")):
+            path = path[1:] if path.startswith("/") else path[2:]
+        if path in ("", "."):
+            return ()  # the vault itself: every path passes
+        paths.append(path)
+    return tuple(paths)
 
 
 def _zone(name: str | None) -> str | None:
