@@ -576,3 +576,13 @@ def test_the_vault_itself_as_a_path_filters_nothing_and_an_empty_path_is_refused
     for empty in ([""], ["diary", " "]):
         with pytest.raises(BadRequest, match='"paths" holds an empty path'):
             QueryRequest.from_dict({"q": "x", "paths": empty})
+
+
+@pytest.mark.parametrize(
+    ("now", "tz"), [("0001-01-01T00:00+14:00", "UTC"), ("9999-12-31T23:59-12:00", "Asia/Shanghai")]
+)
+def test_a_now_that_its_zone_moves_out_of_the_calendar_is_a_bad_request(
+    example_engine: Engine, now: str, tz: str
+) -> None:
+    with pytest.raises(BadRequest, match=r"now: .* falls outside the years 1-9999"):
+        ask(example_engine, q="coffee yesterday", now=now, tz=tz)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta, timezone
 
 import pytest
 
@@ -902,3 +902,9 @@ def test_a_long_text_of_rejected_look_alikes_is_read_in_linear_time() -> None:
     assert parse_time_range("my last 500 years " * 5_500, now=FRI) is None
     found = parse_time_range("the Sunday Times " * 5_800 + "yesterday", now=FRI)
     assert found is not None and found.matched == "yesterday"
+
+
+def test_an_aware_now_its_zone_moves_out_of_the_calendar_is_a_clear_value_error() -> None:
+    now = datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=-12)))
+    with pytest.raises(ValueError, match="falls outside the years 1-9999"):
+        parse_time_range("昨天", now=now, tz="Asia/Shanghai")

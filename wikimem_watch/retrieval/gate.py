@@ -106,7 +106,12 @@ def local_now(req: QueryRequest) -> datetime:
             raise BadRequest(f"tz: unknown time zone {req.tz!r} (e.g. 'Asia/Shanghai')") from None
     now = req.now or datetime.now().astimezone()
     if zone is not None:
-        now = now.astimezone(zone) if now.tzinfo else now.replace(tzinfo=zone)
+        try:
+            now = now.astimezone(zone) if now.tzinfo else now.replace(tzinfo=zone)
+        except OverflowError:  # 0001-01-01T00:00+14:00 is still year 0 in UTC
+            raise BadRequest(
+                f"now: {now.isoformat()} in {req.tz} falls outside the years 1-9999"
+            ) from None
     return now
 
 

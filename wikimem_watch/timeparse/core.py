@@ -293,7 +293,10 @@ def _today(now: datetime | None, tz: str | None) -> date:
                          "'Asia/Shanghai' or 'UTC'") from exc  # fmt: skip
     if now is None:
         return datetime.now(zone).date()
-    return (now.astimezone(zone) if now.tzinfo else now).date()
+    try:
+        return (now.astimezone(zone) if now.tzinfo else now).date()
+    except OverflowError:
+        raise ValueError(f"now {now.isoformat()} in {tz} falls outside the years 1-9999") from None
 
 
 def parse_time_range(
