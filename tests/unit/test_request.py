@@ -105,3 +105,20 @@ def test_a_time_range_date_may_be_a_date_time_and_its_day_is_used() -> None:
     assert req.time_range == (date(2026, 11, 1), date(2026, 11, 2))
     req = QueryRequest.from_dict({"q": "x", "time_range": "2026-11-01T08:00Z..2026-11-02"})
     assert req.time_range == (date(2026, 11, 1), date(2026, 11, 2))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"tz": "Mars/" + "x" * 50_000},
+        {"tags": ["y" * 50_000, ""]},
+        {"time_range": "z" * 50_000},
+    ],
+)
+def test_a_refused_value_is_echoed_short_whatever_its_size(fields: dict[str, object]) -> None:
+    from wikimem_watch.retrieval.gate import local_now, resolve_gate
+
+    with pytest.raises(BadRequest) as info:  # tz and tags: here; time_range: when it is read
+        req = QueryRequest.from_dict({"q": "x", **fields})
+        resolve_gate(req, local_now(req))
+    assert len(info.value.message) < 300

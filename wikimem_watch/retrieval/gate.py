@@ -19,7 +19,7 @@ from ..core.models import Entry
 from ..core.vault import glob_match
 from ..errors import BadRequest
 from ..timeparse import find_session, is_time_only, parse_time_range
-from .request import QueryRequest
+from .request import QueryRequest, short_repr
 
 WIDEN_STEPS_DAYS = (1, 3)
 # A matched time expression that names a calendar date: a year, a month name, M月 or 十月.
@@ -103,7 +103,9 @@ def local_now(req: QueryRequest) -> datetime:
         try:
             zone = ZoneInfo(req.tz)
         except (ZoneInfoNotFoundError, ValueError):
-            raise BadRequest(f"tz: unknown time zone {req.tz!r} (e.g. 'Asia/Shanghai')") from None
+            raise BadRequest(
+                f"tz: unknown time zone {short_repr(req.tz)} (e.g. 'Asia/Shanghai')"
+            ) from None
     now = req.now or datetime.now().astimezone()
     if zone is not None:
         try:
@@ -126,7 +128,9 @@ def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bo
     if isinstance(req.time_range, str):
         found = parse_time_range(req.time_range, now=naive)
         if found is None:
-            raise BadRequest(f"time_range: no date or time expression in {req.time_range!r}")
+            raise BadRequest(
+                f"time_range: no date or time expression in {short_repr(req.time_range)}"
+            )
         gate = Gate(
             found.start,
             found.end,

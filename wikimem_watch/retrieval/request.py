@@ -80,7 +80,7 @@ def _tags(given: tuple[str, ...]) -> tuple[str, ...]:
     empty every result without a word)."""
     tags = tuple(t.strip().lstrip("#") for t in given)
     if any(not t for t in tags):
-        raise BadRequest(f'"tags" holds an empty tag name: {list(given)!r}')
+        raise BadRequest(f'"tags" holds an empty tag name: {_short(list(given))}')
     return tags
 
 
@@ -110,7 +110,9 @@ def _zone(name: str | None) -> str | None:
         try:
             ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError):
-            raise BadRequest(f"tz: unknown time zone {name!r} (e.g. 'Asia/Shanghai')") from None
+            raise BadRequest(
+                f"tz: unknown time zone {_short(name)} (e.g. 'Asia/Shanghai')"
+            ) from None
     return name
 
 
@@ -175,6 +177,9 @@ def _short(value: object, limit: int = 80) -> str:
     """``repr`` of a bad value, cut so an error message never echoes a megabyte back."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+short_repr = _short  # for the checks made later, on the request's values (gate.py)
 
 
 def _is_number(value: object) -> bool:
