@@ -157,3 +157,33 @@ def test_a_long_hit_shows_the_part_around_its_first_matched_term() -> None:
     assert snippet(text, ["basil"]) == text[:SNIPPET_CHARS] + "…"  # at the start: the start
     assert snippet(text, []) == text[:SNIPPET_CHARS] + "…"
     assert snippet("short", ["x"]) == "short"
+
+
+def test_a_notes_control_characters_are_shown_escaped_never_sent_to_the_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    hit = {
+        "id": "wiki/we\nird.md#evil",
+        "path": "wiki/we\nird.md",
+        "line": 4,
+        "heading": "evil \x1b[31mRED\x1b[0m \u202eheading",
+        "text": "zebra \x1b]0;owned\x07 with \x1b[2J and\r a bell\x07",
+        "score": 1.0,
+        "matched_terms": ["zebra"],
+        "in_window": None,
+        "linked": [{"path": "a\x1b[2Jb.md", "line": 1, "heading": "x\x9by", "text": "ok"}],
+    }
+    result = {"hits": [hit], "time_range": None, "note": None, "cut": False}
+    assert print_result(result, as_json=False) == 0
+    out = capsys.readouterr().out
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", out)
+    lines = out.splitlines()
+    assert len(lines) == 4  # a row and its snippet for the hit and for its context
+    assert (
+        lines[0]
+        == " 1.000  -                 wiki/we\\nird.md:4  evil \\x1b[31mRED\\x1b[0m \\u202eheading"
+    )
+    assert lines[1] == "        zebra \\x1b]0;owned\\x07 with \\x1b[2J and a bell\\x07"
+    assert "a\\x1b[2Jb.md:1  x\\x9by" in lines[2]
+    print_entries([{**hit, "date": None, "time": None}])
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", capsys.readouterr().out)

@@ -6,6 +6,7 @@ Pure presentation over the JSON objects every shell shares; no engine, no socket
 from __future__ import annotations
 
 import json
+import re
 
 TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
 if TYPE_CHECKING:
@@ -61,14 +62,26 @@ def print_json(obj: object) -> None:
     print(json.dumps(obj, ensure_ascii=False, indent=None))
 
 
+# C0 and C1 controls, DEL, and the bidirectional overrides and isolates: a vault's text is
+# not trusted (ADR-0011), and written raw to a terminal an ESC sequence clears the screen,
+# retitles the window or hides what follows; a newline in a file name breaks the row.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: object) -> str:
+    """``text`` as a terminal may print it: each control character as its escape (``\\n``,
+    ``\\x1b``, ``\\u202e``), so what a note holds is seen, never obeyed."""
+    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1], str(text))
+
+
 def print_entries(entries: list[dict[str, Any]]) -> None:
     """``day`` and ``note``: each entry's place, then its whole text (what they are read
     for; a query's hits show the first 110 characters)."""
     for e in entries:
         when = " ".join(x for x in (e.get("date"), e.get("time")) if x) or "-"
-        print(f"{when:16}  {e['path']}:{e['line']}  {e['heading']}")
+        print(f"{when:16}  {shown(e['path'])}:{e['line']}  {shown(e['heading'])}")
         for line in str(e["text"]).splitlines():
-            print(f"        {line}".rstrip())
+            print(f"        {shown(line)}".rstrip())
 
 
 def _window_line(gate: dict[str, object], result: dict[str, object]) -> str:
@@ -109,8 +122,10 @@ def _print_hit(hit: dict[str, object], indent: str) -> None:
     score = hit.get("score")
     score_s = f"{score:6.3f}" if isinstance(score, float) else "     -"
     text = " ".join(str(hit["text"]).split())
-    print(f"{indent}{score_s}  {when:16}  {hit['path']}:{hit['line']}  {hit['heading']}")
-    print(f"{indent}        {snippet(text, hit.get('matched_terms'))}")
+    print(
+        f"{indent}{score_s}  {when:16}  {shown(hit['path'])}:{hit['line']}  {shown(hit['heading'])}"
+    )
+    print(f"{indent}        {shown(snippet(text, hit.get('matched_terms')))}")
     explain = hit.get("explain")
     if isinstance(explain, dict) and "bm25_raw" in explain:
         w = explain["weights"]
