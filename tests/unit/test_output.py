@@ -187,3 +187,18 @@ def test_a_notes_control_characters_are_shown_escaped_never_sent_to_the_terminal
     assert "a\\x1b[2Jb.md:1  x\\x9by" in lines[2]
     print_entries([{**hit, "date": None, "time": None}])
     assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", capsys.readouterr().out)
+
+
+def test_a_cut_listing_of_tagged_entries_says_there_are_more_not_of_question_mark(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    hit = {"path": "diary/2026-11-11.md", "line": 1, "heading": "09:00", "text": "plants"}
+    hit |= {"date": "2026-11-11", "time": "09:00", "score": None, "in_window": None}
+    print_result({"hits": [hit], "time_range": None, "note": None, "cut": True}, as_json=False)
+    assert (
+        capsys.readouterr().out.splitlines()[-1]
+        == "(first 1; there are more: raise -k to see them)"
+    )
+    gate = {"start": "2026-11-02", "end": "2026-11-08", "source": "parsed", "entries": 6}
+    print_result({"hits": [hit], "time_range": gate, "note": None, "cut": True}, as_json=False)
+    assert capsys.readouterr().out.splitlines()[-1] == "(first 1 of 6)"

@@ -168,7 +168,10 @@ def print_result(result: dict[str, object], as_json: bool) -> int:
         if hit.get("linked_more"):
             print(f"  ↳ (and {hit['linked_more']} more linked)")
     if result.get("cut"):
-        print(f"(first {len(hits)} of {gate['entries'] if isinstance(gate, dict) else '?'})")
+        if isinstance(gate, dict) and gate.get("fallback") is None:
+            print(f"(first {len(hits)} of {gate['entries']})")
+        else:  # the tagged entries of a question of tags alone: the result has no total
+            print(f"(first {len(hits)}; there are more: raise -k to see them)")
     return EXIT_OK
 
 
