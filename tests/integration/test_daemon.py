@@ -320,6 +320,23 @@ def test_bad_files_are_skipped_and_reported_while_serving(daemon: DaemonProc) ->
     assert daemon.result("status")["state"] == "ready"
 
 
+def test_a_note_whose_stat_fails_is_skipped_as_a_fresh_scan_skips_it(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """A symlink loop is listed by the walk but cannot be stat'ed: a fresh scan reads it and
+    skips it, so the daemon must too, on a cold start and on a start from the snapshot (its
+    stat walk dropped it, and ``check`` said "skipped differs")."""
+    (vault / "wiki" / "loop.md").symlink_to("loop.md")
+    v = str(vault)
+    for loaded in (False, True):
+        proc = start_daemon(vault)
+        status = proc.result("status")
+        assert status["snapshot"]["loaded"] is loaded
+        assert [s["path"] for s in status["skipped"]] == ["wiki/loop.md"]
+        assert wikimem("check", "--vault", v, "--socket", str(proc.sock)).returncode == 0
+        proc.stop()
+
+
 def test_a_restart_starts_from_the_snapshot_and_rereads_only_changed_files(
     vault: Path, start_daemon: Callable[..., DaemonProc]
 ) -> None:

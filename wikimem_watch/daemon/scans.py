@@ -26,8 +26,7 @@ from collections.abc import Iterable, Iterator
 from ..config import Config
 from ..core.engine import ApplyStats, Engine
 from ..core.heap import release_free_heap
-from ..core.prepare import stat_key
-from ..core.snapshot import no_gc, restore_engine, save_snapshot
+from ..core.snapshot import disk_stats, no_gc, restore_engine, save_snapshot
 from ..core.vault import iter_notes, notes_below
 from .subscriptions import ChangeFeed
 from .watcher import ChangeSet, Watcher
@@ -235,15 +234,12 @@ class VaultScans:
     def _stat_walk(self) -> dict[str, StatKey]:
         """Every note's ``stat_key``, through symlinks: an external target followed
         with ``follow_external_symlinks`` is watched by this walk only (ADR-0011)."""
-        out: dict[str, StatKey] = {}
         linked_dirs: dict[str, str] = {}
-        top = os.path.join(self.config.vault, "")  # a string join per note, not a Path
-        for rel in iter_notes(self.config.vault, self.engine.note_filter, linked_dirs):
-            try:
-                st = os.stat(top + (rel if os.sep == "/" else rel.replace("/", os.sep)))
-            except OSError:
-                continue
-            out[rel] = stat_key(st)
+        # A note whose stat fails (a symlink loop) stays in, with a key no file has: a fresh
+        # scan lists it and skips it, so the scans must read it too (and skip it likewise).
+        out = disk_stats(
+            self.config.vault, iter_notes(self.config.vault, self.engine.note_filter, linked_dirs)
+        )
         self.engine.linked_dirs = linked_dirs
         return out
 
