@@ -613,3 +613,23 @@ def test_a_recorded_symlink_target_is_any_file_of_the_vault_never_one_out_of_it(
     from wikimem_watch.core.snapshot_check import _vault_path
 
     assert _vault_path(target) is ok
+
+
+def test_a_vault_whose_cache_dir_is_suspect_gets_no_snapshot_in_process_either(
+    tmp_path: Path,
+) -> None:
+    """The daemon neither loads nor writes a snapshot for a vault whose ``.wikimem`` is a
+    symlink (ADR-0011, ADR-0015); a one-shot ``query --in-process`` did both."""
+    root = _vault(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    (root / ".wikimem").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    engine = _engine(root)
+    path = engine.config.snapshot_path
+    assert path is not None
+    scan_with_snapshot(engine)
+    assert not path.exists()
+    scan_with_snapshot(_engine(root, cache_dir=str(tmp_path / "elsewhere")))  # the user's: fine
+    assert path.exists()
+    again = _engine(root)
+    assert scan_with_snapshot(again).changed  # read cold: the snapshot is not loaded
+    assert_same(again, _fresh(root))

@@ -33,7 +33,7 @@ import Stemmer
 
 from .. import __version__
 from ..atomic import atomic_file
-from ..config import Config
+from ..config import Config, cache_dir_problem
 from .engine import ApplyStats, Engine
 from .heap import release_free_heap
 from .prepare import record_key, stat_key
@@ -266,10 +266,11 @@ def disk_stats(root: Path, rels: Iterable[str]) -> dict[str, tuple[int, int, int
 def scan_with_snapshot(engine: Engine, *, save: bool = True) -> ApplyStats:
     """``engine.scan()``, starting from the configured snapshot when it is usable, and
     (with ``save``) writing a new one when the scan changed anything. A snapshot that
-    cannot be written costs a warning, never the scan."""
+    cannot be written costs a warning, never the scan. Under the daemon's rule (ADR-0015):
+    none for a vault whose cache dir is a symlink or leads out of it (ADR-0011)."""
     path = engine.config.snapshot_path
-    if path is None:
-        return engine.scan()
+    if path is None or cache_dir_problem(engine.config) is not None:
+        return engine.scan()  # as the daemon: a vault whose cache dir is suspect gets none
     with engine.apply_lock:
         linked_dirs: dict[str, str] = {}
         on_disk = list(iter_notes(engine.root, engine.note_filter, linked_dirs))
