@@ -339,6 +339,34 @@ def test_a_snapshot_made_by_other_indexing_code_is_foreign(
     assert read_snapshot(path, _engine(root)) is None
 
 
+@pytest.mark.parametrize("library", ["markdown_it", "yaml"])
+def test_a_snapshot_made_under_another_parser_library_version_is_foreign(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, library: str
+) -> None:
+    """markdown-it-py and PyYAML decide what a note parses into (its headings, its front
+    matter): after an upgrade, entries restored for unchanged notes would be the old
+    parser's, for good, while a fresh scan gives the new one's."""
+    import importlib.util
+
+    root = _vault(tmp_path)
+    engine = _engine(root)
+    scan_with_snapshot(engine)
+    path = engine.config.snapshot_path
+    assert path is not None and read_snapshot(path, _engine(root)) is not None
+    upgraded = tmp_path / "upgraded" / library / "__init__.py"
+    upgraded.parent.mkdir(parents=True)
+    upgraded.write_text('__version__ = "99.0.0"\n')
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> object:
+        if name == library:
+            return importlib.util.spec_from_file_location(name, upgraded)
+        return real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    assert read_snapshot(path, _engine(root)) is None
+
+
 def test_a_snapshot_of_another_vault_is_foreign(tmp_path: Path) -> None:
     root = _vault(tmp_path)
     first = _engine(root)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -60,8 +61,16 @@ _RULE_MODULES = (
 )  # fmt: skip
 
 
+# The libraries that decide what a note parses into: markdown-it-py (headings of a note
+# that could hide or fake one) and PyYAML (front matter: tags, aliases, date). Their
+# ``__init__.py`` holds their version; it is read, not imported (~10-25 ms each, and a start
+# from the snapshot parses no note). PyStemmer and jieba are settings of their own.
+_RULE_LIBRARIES = ("markdown_it", "yaml")
+
+
 def index_rules() -> str:
-    """A digest of the code of ``_RULE_MODULES`` (the package version when unreadable)."""
+    """A digest of the code of ``_RULE_MODULES`` and of the ``_RULE_LIBRARIES``' versions
+    (the package version when unreadable)."""
     digest = hashlib.blake2b(digest_size=8)
     for name in _RULE_MODULES:
         path = Path(__file__).parent / f"{name}.py"
@@ -69,7 +78,20 @@ def index_rules() -> str:
             digest.update(path.read_bytes())
         except OSError:
             return __version__
+    for library in _RULE_LIBRARIES:
+        digest.update(library.encode() + b"\0" + _library_init(library))
     return digest.hexdigest()
+
+
+def _library_init(name: str) -> bytes:
+    """The bytes of package ``name``'s ``__init__.py``, found without importing it (empty
+    when it is not installed or has no such file)."""
+    try:
+        spec = importlib.util.find_spec(name)
+        origin = None if spec is None else spec.origin
+        return b"" if origin is None else Path(origin).read_bytes()
+    except (ImportError, ValueError, OSError):
+        return b""
 
 
 def settings_of(config: Config, engine: Engine) -> dict[str, object]:
