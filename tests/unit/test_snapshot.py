@@ -179,6 +179,12 @@ BAD = {
     "flipped byte": None,
     "flipped header byte": None,
     "path outside": ("files.paths", _json_edit(lambda f: ["../x.md", *f[1:]])),  # type: ignore[index]
+    # Another spelling of a note on disk: read again at every start, and indexed twice.
+    "path not canonical": (
+        "files.paths",
+        _json_edit(lambda f: [*f[:-1], f[-1].replace("/", "//", 1)]),  # type: ignore[index]
+    ),
+    "path from the root": ("files.paths", _json_edit(lambda f: [*f[:-1], "/" + f[-1]])),  # type: ignore[index]
     "repeated file": ("files.paths", _json_edit(lambda f: [f[0], f[0], *f[2:]])),  # type: ignore[index]
     "file stats torn": ("files.stat", lambda blob: blob[:-8]),
     "racy flag not a flag": ("files.racy", _all("B", 7)),

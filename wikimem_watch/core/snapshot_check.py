@@ -80,12 +80,14 @@ def array_of(blob: bytes, dtype: str, rows: int, what: str, width: int = 1) -> n
 
 
 def check_paths(raw: object, is_note: Callable[[str], bool]) -> list[str]:
-    """The file table's paths: unique notes the current filter accepts."""
+    """The file table's paths: unique notes the current filter accepts, each spelled as the
+    walk spells it (``a//b.md`` or ``/a/b.md`` is a note the filter accepts, but another
+    name of ``a/b.md``: read at every start, and indexed twice)."""
     if not isinstance(raw, list) or any(not isinstance(p, str) for p in raw):
         raise _fail("the file paths are malformed")
     if len(set(raw)) != len(raw):
         raise _fail("a file path is repeated")
-    bad = next((p for p in raw if not is_note(p)), None)
+    bad = next((p for p in raw if not (_vault_path(p) and is_note(p))), None)
     if bad is not None:
         raise _fail(f"file {bad!r} is not a note")
     return raw
