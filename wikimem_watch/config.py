@@ -23,6 +23,7 @@ from .settings import (
     cache_dir_problem,
     resolve_settings,
     settable_fields,
+    user_cache_home,
     user_config_path,
 )
 
@@ -104,13 +105,6 @@ class Config:
         base = self.snapshot_dir if self.snapshot_dir is not None else user_cache_home()
         key = hashlib.sha256(os.fsencode(self.vault)).hexdigest()[:16]
         return base / key / "index.snapshot"
-
-
-def user_cache_home() -> Path:
-    """``$XDG_CACHE_HOME/wikimem-watch``, else ``~/.cache/wikimem-watch``."""
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "wikimem-watch"
 
 
 def load_config(

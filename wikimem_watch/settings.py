@@ -110,6 +110,13 @@ class VaultLocation(Record):
         return self.cache_dir if self.cache_dir is not None else self.vault / CACHE_DIRNAME
 
 
+def user_cache_home() -> Path:
+    """``$XDG_CACHE_HOME/wikimem-watch``, else ``~/.cache/wikimem-watch``."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "wikimem-watch"
+
+
 def cache_dir_problem(config: Config | VaultLocation) -> str | None:
     """Why the cache dir must not be used, before touching it; ``None`` when it may be.
 

@@ -169,3 +169,81 @@ def test_a_peer_id_for_a_cache_dir_whose_name_is_not_utf8(tmp_path: Path) -> Non
 
     cache = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"c\xff")))
     assert len(peer_id(cache)) == 12
+
+
+@pytest.fixture
+def shared_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temp dir of its own (as /tmp is, shared by every local user), no XDG_RUNTIME_DIR."""
+    import tempfile
+
+    shared = tmp_path / "tmp"
+    shared.mkdir(mode=0o1777)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    return shared
+
+
+def squat(shared: Path, elsewhere: Path) -> Path:
+    """Another user's ``<tmp>/wikimem-watch-<uid>``: owned by them as root can make it, else
+    a symlink to a directory of theirs (either is not this user's directory)."""
+    name = shared / f"wikimem-watch-{os.getuid()}"
+    elsewhere.mkdir(mode=0o777)
+    if os.getuid() == 0:
+        name.mkdir(mode=0o777)
+        os.chown(name, 4242, 4242)
+        return name
+    name.symlink_to(elsewhere, target_is_directory=True)
+    return elsewhere
+
+
+def test_a_temp_runtime_dir_another_user_made_first_is_not_used(
+    tmp_path: Path, shared_tmp: Path
+) -> None:
+    squat(shared_tmp, tmp_path / "theirs")
+    config = Config(vault=tmp_path / "vault")
+    lock = lock_path(config)
+    assert lock.parent == tmp_path / "home-cache" / "wikimem-watch" / f"run-{host_tag()}"
+    held = DaemonLock.acquire(lock, info(tmp_path))  # the daemon starts
+    try:
+        assert stat.S_IMODE(lock.parent.stat().st_mode) == 0o700
+    finally:
+        held.release()
+
+
+def test_a_lock_planted_in_another_users_runtime_dir_never_names_the_socket(
+    tmp_path: Path, shared_tmp: Path
+) -> None:
+    """A client read the lock there and sent its requests (write texts too) to the socket
+    it named, which the other user listened on."""
+    from wikimem_watch.shells.client import find_socket
+
+    theirs = squat(shared_tmp, tmp_path / "theirs")
+    config = Config(vault=tmp_path / "vault")
+    planted = theirs / lock_path(config).name
+    planted.write_text('{"pid": 1, "socket": "/tmp/theirs.sock"}', encoding="utf-8")
+    fd = os.open(planted, os.O_RDONLY)
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)  # "live"
+        assert find_socket(config) == default_socket_path(config)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a file another user owns needs root")
+def test_a_lock_file_another_user_owns_is_never_trusted(tmp_path: Path, runtime: Path) -> None:
+    config = Config(vault=tmp_path)
+    path = lock_path(config)
+    path.parent.mkdir(mode=0o700)
+    path.write_text('{"pid": 1, "socket": "/tmp/theirs.sock"}', encoding="utf-8")
+    os.chown(path, 4242, 4242)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert read_live_lock(path) is None
+    finally:
+        os.close(fd)

@@ -3,7 +3,8 @@
 Vaults are synced between machines, so nothing here may collide between two hosts' daemons:
 the default socket is ``<cache>/daemon-<host>.sock`` (or, when that path is too long for
 AF_UNIX, a hashed name in ``$XDG_RUNTIME_DIR/wikimem-watch/`` or a private 0700 directory
-under the temp dir), and the lock always lives in that per-machine runtime directory.
+under the temp dir, or under the user's cache home when another user holds that name: see
+:func:`runtime_dir`), and the lock always lives in that per-machine runtime directory.
 
 The lock file holds the daemon's pid and socket as JSON. It is created complete (written to
 a temporary file, locked, then hard-linked into place), so a reader never sees it half
@@ -21,13 +22,14 @@ import json
 import os
 import re
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..record import Record
-from ..settings import cache_dir_problem
+from ..settings import cache_dir_problem, user_cache_home
 
 TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
 if TYPE_CHECKING:
@@ -52,13 +54,34 @@ def vault_key(config: Config | VaultLocation) -> str:
 
 
 def runtime_dir() -> Path:
-    """``$XDG_RUNTIME_DIR/wikimem-watch`` when usable, else ``<tmp>/wikimem-watch-<uid>``."""
+    """Where this user's per-machine runtime files (lock, HTTP token, long-path sockets) go.
+
+    ``$XDG_RUNTIME_DIR/wikimem-watch`` when usable; else ``<tmp>/wikimem-watch-<uid>``
+    unless something there is not this user's directory: the temp dir is shared, and
+    another local user may have made that name first (to stop our daemon from starting,
+    or to plant a lock naming a socket of theirs, which a client would send its requests
+    to). Then ``<user cache home>/run-<host>``, which no other user can make (per host:
+    a home directory may be shared between machines).
+    """
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and Path(xdg).is_dir() and os.access(xdg, os.W_OK | os.X_OK):
         return Path(xdg) / "wikimem-watch"
     import tempfile
 
-    return Path(tempfile.gettempdir()) / f"wikimem-watch-{os.getuid()}"
+    shared = Path(tempfile.gettempdir()) / f"wikimem-watch-{os.getuid()}"
+    try:
+        st = shared.lstat()
+    except FileNotFoundError:
+        return shared  # the daemon makes it (private_dir); a client finds nothing there
+    except OSError:
+        return _home_runtime_dir()
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+        return shared
+    return _home_runtime_dir()
+
+
+def _home_runtime_dir() -> Path:
+    return user_cache_home() / f"run-{host_tag()}"
 
 
 def private_dir(path: Path) -> Path:
@@ -112,6 +135,8 @@ class LockInfo(Record):
 
 def _read_info(fd: int) -> LockInfo | None:
     try:
+        if os.fstat(fd).st_uid != os.getuid():
+            return None  # not written by this user: never trusted to name a socket
         raw = os.pread(fd, 65536, 0)
         data = json.loads(raw)
         return LockInfo(

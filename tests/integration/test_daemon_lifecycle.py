@@ -1,0 +1,39 @@
+"""The daemon's lifecycle and its per-machine files, with a real ``serve`` subprocess: where
+its lock and socket go, what it does when they (or its vault) vanish, signals, and a client
+facing a daemon that does not answer."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from daemon_harness import DaemonProc
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_a_temp_runtime_dir_another_user_made_first_does_not_stop_the_daemon(
+    vault: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    start_daemon: Callable[..., DaemonProc],
+) -> None:
+    """Without ``$XDG_RUNTIME_DIR`` the lock went to ``<tmp>/wikimem-watch-<uid>``, and a
+    directory of that name another local user made first kept every daemon from starting."""
+    shared = tmp_path / "tmp"
+    shared.mkdir(mode=0o1777)
+    squatted = shared / f"wikimem-watch-{os.getuid()}"
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o777)
+    if os.getuid() == 0:
+        squatted.mkdir(mode=0o777)
+        os.chown(squatted, 4242, 4242)
+    else:
+        squatted.symlink_to(theirs, target_is_directory=True)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(shared))
+    daemon = start_daemon(vault)
+    assert daemon.result("status")["state"] == "ready"
+    assert list(theirs.iterdir()) == [] and list(squatted.iterdir()) == []
