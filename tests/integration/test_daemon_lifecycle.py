@@ -5,6 +5,7 @@ facing a daemon that does not answer."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,3 +38,25 @@ def test_a_temp_runtime_dir_another_user_made_first_does_not_stop_the_daemon(
     daemon = start_daemon(vault)
     assert daemon.result("status")["state"] == "ready"
     assert list(theirs.iterdir()) == [] and list(squatted.iterdir()) == []
+
+
+def test_a_stopped_daemon_gets_a_clear_timeout_not_a_hang(
+    daemon: DaemonProc, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SIGSTOPped daemon still takes connections (the kernel queues them), so `status`
+    and `query` waited for a reply DEFAULT_TIMEOUT_S (ten minutes)."""
+    from wikimem_watch.errors import DaemonUnavailable
+    from wikimem_watch.shells import client
+    from wikimem_watch.shells.cli import main
+
+    monkeypatch.setattr(client, "QUICK_TIMEOUT_S", 0.5)
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    try:
+        with client.Client(daemon.sock) as c, pytest.raises(DaemonUnavailable) as exc:
+            c.call("query", {"q": "coffee"})
+        assert "did not answer 'query'" in exc.value.message and "SIGSTOP" in exc.value.message
+        rc = main(["status", "--vault", str(daemon.vault), "--socket", str(daemon.sock)])
+        assert rc == 2 and "did not answer" in capsys.readouterr().err
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+    assert daemon.result("status")["state"] == "ready"

@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from ..settings import VaultLocation
 
 DEFAULT_TIMEOUT_S = 600.0  # a reindex of a big vault may take minutes
+# Every other method answers in milliseconds (a write waits at most for the start from the
+# snapshot): a daemon silent this long is stopped (SIGSTOP, a debugger) or stuck, and a
+# `status` or `query` says so instead of waiting ten minutes.
+QUICK_TIMEOUT_S = 30.0
+SLOW_METHODS = frozenset({"reindex", "embed", "append_diary", "upsert_wiki", "delete_wiki"})
 CONNECT_RETRY_S = 5.0  # how long a busy or starting daemon is waited for
 _BUSY = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 _ABSENT = (errno.ECONNREFUSED, errno.ENOENT)
@@ -136,11 +141,17 @@ class Client:
         """Send one request and return its result; raise :class:`RemoteError` on an error."""
         request_id = next(self._ids)
         self._reopen_if_closed()
+        wait = self.timeout_s if method in SLOW_METHODS else min(self.timeout_s, QUICK_TIMEOUT_S)
         try:
+            self._sock.settimeout(wait)
             self._sock.sendall(encode_request(method, params, request_id))
             line = self._reader.readline()
         except TimeoutError:
-            raise DaemonUnavailable(f"the daemon did not answer {method!r} in time") from None
+            self.close()  # a late reply must never be read as the next request's
+            raise DaemonUnavailable(
+                f"the daemon on {str(self.path)!r} did not answer {method!r} within {wait:g}s "
+                "(stopped, e.g. by SIGSTOP or a debugger, or stuck; see its log)"
+            ) from None
         except OSError as exc:
             # The daemon may have answered and closed before reading it all (a request over
             # its size limit): its answer says why, where the broken pipe would not.
