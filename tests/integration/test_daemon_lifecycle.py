@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 from daemon_harness import DaemonProc
 
+from wikimem_watch.config import load_config
+from wikimem_watch.daemon.runtime import lock_path
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -60,3 +63,11 @@ def test_a_stopped_daemon_gets_a_clear_timeout_not_a_hang(
     finally:
         os.kill(daemon.proc.pid, signal.SIGCONT)
     assert daemon.result("status")["state"] == "ready"
+
+
+def test_sighup_stops_cleanly_like_sigterm(daemon: DaemonProc) -> None:
+    """Closing the terminal that ran `serve` killed the daemon without its cleanup."""
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert daemon.proc.wait(10) == 0
+    assert not daemon.sock.exists()
+    assert not lock_path(load_config(daemon.vault)).exists()

@@ -180,7 +180,7 @@ class Daemon(VaultScans, DaemonReports):
     # ------------------------------------------------------------------ lifecycle
 
     def run(self) -> int:
-        """Serve until SIGTERM/SIGINT or ``shutdown``; clean up and return 0."""
+        """Serve until SIGTERM/SIGINT/SIGHUP or ``shutdown``; clean up and return 0."""
         if self.announce is None:  # else said once, with the other problems, when ready
             for warning in self.config.warnings:
                 log.warning("config: %s", warning)
@@ -278,7 +278,10 @@ class Daemon(VaultScans, DaemonReports):
         if threading.current_thread() is not threading.main_thread():
             return {}
         previous: dict[int, object] = {}
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        # SIGHUP too (the terminal that ran `serve` closed): its default ended the daemon
+        # at once, leaving its socket and lock and no snapshot. Ignored stays ignored (nohup).
+        hup = [signal.SIGHUP] if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN else []
+        for sig in (signal.SIGTERM, signal.SIGINT, *hup):
             previous[sig] = signal.signal(sig, lambda signum, frame: None)
         previous[-1] = signal.set_wakeup_fd(self._wake_w)
         return previous
