@@ -4,16 +4,19 @@ facing a daemon that does not answer."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from daemon_harness import DaemonProc
+from daemon_harness import DaemonProc, eventually, wikimem
 
 from wikimem_watch.config import load_config
-from wikimem_watch.daemon.runtime import lock_path
+from wikimem_watch.daemon.runtime import default_socket_path, lock_path
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -71,3 +74,46 @@ def test_sighup_stops_cleanly_like_sigterm(daemon: DaemonProc) -> None:
     assert daemon.proc.wait(10) == 0
     assert not daemon.sock.exists()
     assert not lock_path(load_config(daemon.vault)).exists()
+
+
+def test_a_deleted_socket_file_is_made_again(daemon: DaemonProc) -> None:
+    """The daemon, holding the lock, was out of reach: `stop` said no daemon runs while a
+    second `serve` was refused as one runs."""
+    daemon.sock.unlink()
+    eventually(daemon.sock.exists, "the socket is made again")
+    assert stat.S_IMODE(daemon.sock.lstat().st_mode) == 0o600
+    assert daemon.result("status")["state"] == "ready"
+    stop = wikimem("stop", "--vault", str(daemon.vault), "--socket", str(daemon.sock))
+    assert stop.returncode == 0, stop.stderr
+    assert daemon.proc.wait(10) == 0
+
+
+def test_a_deleted_cache_dir_comes_back_with_the_socket(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    sock = default_socket_path(load_config(vault))
+    daemon = start_daemon(vault, sock=sock)
+    shutil.rmtree(vault / ".wikimem")
+    eventually(sock.exists, "the socket is made again in a new cache dir")
+    assert stat.S_IMODE((vault / ".wikimem").stat().st_mode) == 0o700
+    assert (vault / ".wikimem" / ".gitignore").read_text() == "*\n"
+    status = wikimem("status", "--vault", str(vault), "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["pid"] == daemon.proc.pid
+
+
+@pytest.mark.parametrize("how", ["deleted", "moved"])
+def test_a_vault_folder_that_goes_away_stops_its_daemon(
+    vault: Path, start_daemon: Callable[..., DaemonProc], how: str
+) -> None:
+    """The daemon went on serving a vault that was not there and held its lock, so after
+    `rm -rf vault && git clone ... vault` a `serve` was refused and `stop` found nothing."""
+    daemon = start_daemon(vault)
+    if how == "deleted":
+        shutil.rmtree(vault)
+    else:
+        vault.rename(vault.with_name("elsewhere"))
+    assert daemon.proc.wait(15) == 2
+    assert "deleted or moved away" in daemon.output()
+    (vault / "diary").mkdir(parents=True)
+    again = start_daemon(vault)
+    assert again.result("status")["state"] == "ready"

@@ -135,6 +135,8 @@ class Server:
         self.limits = limits or Limits()
         self.after_reply = after_reply
         self._listener: socket.socket | None = None
+        self._replacement: socket.socket | None = None  # see rebind()
+        self._bound: tuple[int, int] | None = None  # (st_dev, st_ino) of our socket file
         self._wake_r, self._wake_w = os.pipe()
         self._conns: dict[Connection, threading.Thread] = {}
         self._conns_lock = threading.Lock()
@@ -148,11 +150,17 @@ class Server:
 
     def bind(self) -> None:
         """Listen on ``path`` (0600), replacing a stale socket; refuse a live or foreign one."""
+        self._listener, self._bound = self._listen()
+
+    def _listen(self) -> tuple[socket.socket, tuple[int, int]]:
         _remove_stale_socket(self.path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)  # the socket is born 0600: no window for other users
         try:
             sock.bind(os.fspath(self.path))
+            os.chmod(self.path, 0o600)
+            st = self.path.lstat()
+            sock.listen(LISTEN_BACKLOG)
         except OSError as exc:
             sock.close()
             raise ConfigError(
@@ -161,9 +169,28 @@ class Server:
             ) from None
         finally:
             os.umask(old_umask)
-        os.chmod(self.path, 0o600)
-        sock.listen(LISTEN_BACKLOG)
-        self._listener = sock
+        return sock, (st.st_dev, st.st_ino)
+
+    def listening_on_path(self) -> bool:
+        """Whether ``path`` is still the socket we listen on (not deleted or replaced)."""
+        try:
+            st = self.path.lstat()
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._bound
+
+    def rebind(self) -> None:
+        """Listen on ``path`` again, after our socket file was deleted (or its directory):
+        clients find the daemon there, and ``stop`` reaches it. Raises ConfigError when the
+        path cannot be used (e.g. another process serves there now)."""
+        sock, bound = self._listen()
+        with self._conns_lock:
+            if self._closed:
+                sock.close()
+                return
+            self._replacement, self._bound = sock, bound
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"r")  # the accept loop swaps it in
 
     def start(self) -> None:
         self._accept_thread = threading.Thread(target=self._accept_loop, name="accept")
@@ -178,10 +205,16 @@ class Server:
             os.write(self._wake_w, b"x")
         if self._accept_thread is not None:
             self._accept_thread.join(timeout=5)
+        with self._conns_lock:
+            replacement, self._replacement = self._replacement, None
+        if replacement is not None:
+            replacement.close()
         if self._listener is not None:
+            mine = self.listening_on_path()  # moved away with its folder, or replaced: not ours
             self._listener.close()
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+            if mine:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)
         with self._conns_lock:
             conns = list(self._conns.items())
         for conn, _ in conns:
@@ -223,7 +256,17 @@ class Server:
             while not self._closed:
                 for key, _ in sel.select():
                     if key.fileobj == self._wake_r:
-                        return
+                        with self._conns_lock:
+                            if self._closed:
+                                return
+                            replacement, self._replacement = self._replacement, None
+                        os.read(self._wake_r, 64)
+                        if replacement is not None:  # rebind(): listen there from now on
+                            sel.unregister(self._listener)
+                            self._listener.close()
+                            self._listener = replacement
+                            sel.register(replacement, selectors.EVENT_READ)
+                        break
                     try:
                         sock, _addr = self._listener.accept()
                     except (BlockingIOError, InterruptedError):

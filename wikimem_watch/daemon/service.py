@@ -17,7 +17,9 @@ import contextlib
 import logging
 import os
 import queue
+import select
 import signal
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -65,6 +67,7 @@ WATCHER_STOP_S = 5.0  # how long a stop waits for the file watcher's threads
 SNAPSHOT_JOIN_S = 60.0
 SAFETY_RESCAN_S = 300.0
 SNAPSHOT_IDLE_S = 5.0  # the index snapshot is saved after this long without changes
+KEEP_CHECK_S = 2.0  # how often the vault folder and the socket file are checked (two stats)
 
 
 @dataclass(slots=True)
@@ -140,6 +143,9 @@ class Daemon(VaultScans, DaemonReports):
         self._writes_done = threading.Condition()
         self._restored = threading.Event()  # set once the snapshot restore is over (or none)
         self._stop_requested = False
+        self.exit_status = 0
+        self._vault_id: tuple[int, int] | None = None
+        self._rebind_failed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._stats: dict[str, StatKey] = {}
@@ -180,23 +186,15 @@ class Daemon(VaultScans, DaemonReports):
     # ------------------------------------------------------------------ lifecycle
 
     def run(self) -> int:
-        """Serve until SIGTERM/SIGINT/SIGHUP or ``shutdown``; clean up and return 0."""
+        """Serve until SIGTERM/SIGINT/SIGHUP or ``shutdown``; clean up and return 0 (2 when
+        it stopped because the vault's folder went away)."""
         if self.announce is None:  # else said once, with the other problems, when ready
             for warning in self.config.warnings:
                 log.warning("config: %s", warning)
         self._prepare_cache_dir()
         check_socket_path(self.socket_path)
-        parent = self.socket_path.parent
-        if parent == self.config.cache_path:
-            os.chmod(parent, 0o700)  # the cache dir holds this host's socket: private
-        elif not parent.exists():
-            try:
-                private_dir(parent)  # ours to create; an existing dir (/tmp) is left as it is
-            except ConfigError as exc:
-                raise ConfigError(
-                    f"cannot create the socket {str(self.socket_path)!r}: {exc.message} "
-                    "(choose another path with --socket PATH)"
-                ) from None
+        self._prepare_socket_dir()
+        self._vault_id = _dir_id(self.config.vault)
         info = LockInfo(
             os.getpid(), str(self.socket_path), host_tag(), str(self.config.vault), self.started_at
         )
@@ -251,7 +249,20 @@ class Daemon(VaultScans, DaemonReports):
             os.close(self._wake_r)
             os.close(self._wake_w)
         log.info("stopped")
-        return 0
+        return self.exit_status
+
+    def _prepare_socket_dir(self) -> None:
+        parent = self.socket_path.parent
+        if parent == self.config.cache_path:
+            os.chmod(parent, 0o700)  # the cache dir holds this host's socket: private
+        elif not parent.exists():
+            try:
+                private_dir(parent)  # ours to create; an existing dir (/tmp) is left as it is
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"cannot create the socket {str(self.socket_path)!r}: {exc.message} "
+                    "(choose another path with --socket PATH)"
+                ) from None
 
     def _prepare_cache_dir(self) -> None:
         """Create the cache dir; when that fails, serve without caches (BM25 needs none),
@@ -297,11 +308,52 @@ class Daemon(VaultScans, DaemonReports):
 
     def _wait_for_stop(self) -> None:
         # A signal's number (or a byte from request_stop) arrives on the pipe; nothing else.
+        # Every KEEP_CHECK_S the vault and the socket file are looked at (two stats).
         while not self._stop_requested:
+            ready, _, _ = select.select([self._wake_r], [], [], KEEP_CHECK_S)
+            if not ready:
+                if self._vault_gone():
+                    return
+                self._keep_socket()
+                continue
             data = os.read(self._wake_r, 64)
             if data:
                 log.info("stopping (signal or shutdown request)")
                 return
+
+    def _vault_gone(self) -> bool:
+        """True (said, exit status 2) when the vault's folder was deleted, moved away or
+        replaced: the daemon would serve a vault that is not there, and hold its lock
+        against the daemon of the folder now at that path."""
+        if _dir_id(self.config.vault) == self._vault_id:
+            return False
+        log.error(
+            "the vault %s was deleted or moved away (or replaced); stopping",
+            self.config.vault,
+        )
+        self.exit_status = 2
+        return True
+
+    def _keep_socket(self) -> None:
+        """Listen again when the socket file (or the cache dir holding it) was deleted: the
+        daemon, holding the vault's lock, would else be out of every client's reach, ``stop``
+        included, while a new ``serve`` is refused."""
+        if self.server.listening_on_path():
+            return
+        try:
+            if self.socket_path.parent == self.config.cache_path and self.cache_problem is None:
+                ensure_cache_dir(self.config)
+            self._prepare_socket_dir()
+            self.server.rebind()
+        except (OSError, ConfigError) as exc:
+            if not self._rebind_failed:
+                log.warning(
+                    "the socket %s is gone and cannot be made again: %s", self.socket_path, exc
+                )
+            self._rebind_failed = True
+            return
+        self._rebind_failed = False
+        log.warning("the socket %s was deleted; listening there again", self.socket_path)
 
     def _stop_watcher(self) -> None:
         """Stop the watcher, waiting at most ``WATCHER_STOP_S``: watchdog joins its threads
@@ -443,6 +495,15 @@ class Daemon(VaultScans, DaemonReports):
         if not job.done.wait(timeout=3600):
             return {"error": "reindex did not finish within an hour"}
         return job.result
+
+
+def _dir_id(path: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the directory at ``path``; None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 def _inside(root: Path, path: Path) -> tuple[str, ...]:

@@ -54,11 +54,16 @@ def stop_command(args: argparse.Namespace) -> int:
         reply = obj(client.call("shutdown"))
     deadline = time.monotonic() + args.wait
     pid = reply.get("pid")
+
     # Gone, not only its socket: it saves its snapshot last, and a `stop && serve` in a
-    # script must not meet the old daemon still holding the vault.
-    while (path.exists() or _alive(pid)) and time.monotonic() < deadline:
+    # script must not meet the old daemon still holding the vault. Its pid tells; the socket
+    # file only when there is none (a socket moved with its vault's folder stays behind).
+    def running() -> bool:
+        return _alive(pid) if isinstance(pid, int) else path.exists()
+
+    while running() and time.monotonic() < deadline:
         time.sleep(0.05)
-    if path.exists() or _alive(pid):
+    if running():
         raise DaemonUnavailable(f"daemon pid {pid} is still stopping after {args.wait}s")
     print(f"stopped daemon pid {pid}")
     return 0
