@@ -145,6 +145,7 @@ class Daemon(VaultScans, DaemonReports):
         self._stop_requested = False
         self.exit_status = 0
         self._vault_id: tuple[int, int] | None = None
+        self._vault_misses = 0  # checks in a row that found another folder, or none
         self._rebind_failed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
@@ -326,6 +327,11 @@ class Daemon(VaultScans, DaemonReports):
         replaced: the daemon would serve a vault that is not there, and hold its lock
         against the daemon of the folder now at that path."""
         if _dir_id(self.config.vault) == self._vault_id:
+            self._vault_misses = 0
+            return False
+        # Twice in a row: one failed stat (a network file system's hiccup) stops nothing.
+        self._vault_misses += 1
+        if self._vault_misses < 2:
             return False
         log.error(
             "the vault %s was deleted or moved away (or replaced); stopping",
