@@ -586,3 +586,20 @@ def test_a_now_that_its_zone_moves_out_of_the_calendar_is_a_bad_request(
 ) -> None:
     with pytest.raises(BadRequest, match=r"now: .* falls outside the years 1-9999"):
         ask(example_engine, q="coffee yesterday", now=now, tz=tz)
+
+
+@pytest.mark.parametrize("window", [["2026-11-21", "2026-11-21"], "November 21"])
+def test_time_words_are_not_scored_under_an_explicit_window_either(
+    tmp_path: Path, window: object
+) -> None:
+    """The window is the explicit one; "yesterday" in the question is no word to match, as
+    it is none when the question's own time words open the window."""
+    engine = engine_for(
+        tmp_path,
+        {"diary/2026-11-21.md": "## 09:00\ncoffee with Ann\n\n## 10:00\nyesterday's rain\n"},
+    )
+    result = ask(engine, q="coffee yesterday", now="2026-11-22T12:00", time_range=window)
+    assert result["query_terms"] == ["coffe"]
+    assert [h["time"] for h in hits(result)][:1] == ["09:00"]
+    off = ask(engine, q="coffee yesterday", time_range=window, parse_time=False)
+    assert "yesterday" in off["query_terms"]  # type: ignore[operator]

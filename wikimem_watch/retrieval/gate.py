@@ -124,7 +124,7 @@ def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bo
     if isinstance(req.time_range, tuple):
         start, end = req.time_range
         gate = Gate(start, end, "explicit", limit_day=limit_day, limit_time=limit_time)
-        return gate, req.q, is_time_only(req.q)  # "what did we talk about": list the window
+        return gate, _without_time_words(req, naive), is_time_only(req.q)
     if isinstance(req.time_range, str):
         found = parse_time_range(req.time_range, now=naive)
         if found is None:
@@ -141,7 +141,7 @@ def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bo
             limit_day=limit_day,
             limit_time=limit_time,
         )
-        return gate, req.q, is_time_only(req.q)
+        return gate, _without_time_words(req, naive), is_time_only(req.q)
     if not req.parse_time:
         return None, req.q, False
     found = parse_time_range(req.q, now=naive)
@@ -176,6 +176,17 @@ def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bo
         limit_time=limit_time,
     )
     return gate, found.rest, found.time_only
+
+
+def _without_time_words(req: QueryRequest, now: datetime) -> str:
+    """The text BM25 scores under an explicit window: the question without the time words
+    it holds ("coffee yesterday" with a ``time_range``: the window is the explicit one, and
+    "yesterday" is no more a word to match than without it). "what did we talk about" is
+    listed by ``is_time_only`` as before."""
+    if not req.parse_time:
+        return req.q
+    found = parse_time_range(req.q, now=now)
+    return req.q if found is None else found.rest
 
 
 def _hhmm(value: object) -> str | None:
