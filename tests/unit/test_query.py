@@ -539,6 +539,8 @@ def test_tags_alone_list_the_tagged_entries_the_most_recent_first(tmp_path: Path
     everything = hits(ask(engine, q="", tags=["plants"]))
     assert [h["path"] for h in everything][-1] == "wiki/garden.md"  # no time: after the diary
     assert hits(ask(engine, q="", tags=["cooking"])) == []
+    slash = hits(ask(engine, q="", tags=["#plants/"]))  # as typed from a nested tag's parent
+    assert [h["path"] for h in slash] == [h["path"] for h in everything]
 
 
 def test_a_tags_listing_orders_items_without_time_by_path_and_keeps_the_budget(
@@ -603,3 +605,12 @@ def test_time_words_are_not_scored_under_an_explicit_window_either(
     assert [h["time"] for h in hits(result)][:1] == ["09:00"]
     off = ask(engine, q="coffee yesterday", time_range=window, parse_time=False)
     assert "yesterday" in off["query_terms"]  # type: ignore[operator]
+
+
+def test_an_explicit_window_that_holds_nothing_says_so(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, {"diary/2026-11-21.md": "## 09:00\ncoffee with Ann\n"})
+    result = ask(engine, q="what happened", time_range=["2026-11-10", "2026-11-12"])
+    assert hits(result) == []
+    # Widened first (±1, then ±3 days), and still empty: the note names what was searched.
+    assert result["widened"] is True
+    assert result["note"] == "the window 2026-11-07..2026-11-15 holds no diary entries"

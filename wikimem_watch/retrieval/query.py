@@ -105,9 +105,9 @@ def run_query(
     searchable = bool(terms) or bool(applied and listing) or tags_only
     note = None if searchable else nothing_searchable(req.q, gate)
     if empty_ask and gate is not None:
-        note = (
-            f"the window {gate.matched!r} holds no diary entries, and the rest only asks about it"
-        )
+        note = f"the window {_named(gate)} holds no diary entries, and the rest only asks about it"
+    elif note is None and applied is not None and listing and not hits:
+        note = f"the window {_named(applied)} holds no diary entries"  # an explicit one
     if note is None and not hits and not engine.files:
         note = f"nothing is indexed: no notes were found in {str(engine.root)!r}"
     return {
@@ -124,6 +124,11 @@ def run_query(
         "generation": engine.generation,
         "took_ms": round((time.perf_counter() - started) * 1000.0, 3),
     }
+
+
+def _named(gate: Gate) -> str:
+    """A window as a note names it: the words that opened it, else its days."""
+    return repr(gate.matched) if gate.matched else f"{gate.start}..{gate.end}"
 
 
 def nothing_searchable(q: str, gate: Gate | None) -> str:

@@ -76,9 +76,10 @@ class QueryRequest:
 
 
 def _tags(given: tuple[str, ...]) -> tuple[str, ...]:
-    """Tag names without their ``#``; an empty one is refused (it would match nothing and
+    """Tag names without their ``#`` or a trailing ``/`` (``plants/`` is ``plants`` and what
+    is nested in it, as ``plants`` is); an empty one is refused (it would match nothing and
     empty every result without a word)."""
-    tags = tuple(t.strip().lstrip("#") for t in given)
+    tags = tuple(t.strip().lstrip("#").rstrip("/") for t in given)
     if any(not t for t in tags):
         raise BadRequest(f'"tags" holds an empty tag name: {_short(list(given))}')
     return tags
