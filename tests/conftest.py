@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
 from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
@@ -124,3 +125,37 @@ def hanging_up_daemon(vault: Path | None = None) -> Iterator[Path]:
         taker.join(10)
         server.close()
         path.unlink(missing_ok=True)
+
+
+class FakeObserver:
+    """A scripted observer: tests push events straight into the scheduled handler."""
+
+    def __init__(self) -> None:
+        self.handler: FileSystemEventHandler | None = None
+        self.path = ""
+        self.started = False
+        self.stopped = False
+
+    def schedule(
+        self,
+        event_handler: FileSystemEventHandler,
+        path: str,
+        *,
+        recursive: bool = False,
+        event_filter: list[type[FileSystemEvent]] | None = None,
+    ) -> object:
+        self.handler, self.path = event_handler, path
+        return object()
+
+    def start(self) -> None:
+        self.started = True
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
+    def emit(self, event: FileSystemEvent) -> None:
+        assert self.handler is not None
+        self.handler.dispatch(event)

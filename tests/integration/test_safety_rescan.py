@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from daemon_harness import eventually, short_socket_path
 from test_daemon_untrusted import running
-from watchdog.events import FileModifiedEvent, FileSystemEvent, FileSystemEventHandler
+from watchdog.events import FileModifiedEvent
 
+from tests.conftest import FakeObserver
 from wikimem_watch.config import load_config
 from wikimem_watch.core.parse import text_hash
 from wikimem_watch.core.vault import read_note
@@ -23,39 +24,8 @@ from wikimem_watch.daemon.watcher import ChangeSet
 NOTE = "wiki/people.md"
 
 
-class ScriptedObserver:
-    """An observer that reports only what the test tells it to (``emit``)."""
-
-    def __init__(self) -> None:
-        self.handler: FileSystemEventHandler | None = None
-
-    def schedule(
-        self,
-        event_handler: FileSystemEventHandler,
-        path: str,
-        *,
-        recursive: bool = False,
-        event_filter: list[type[FileSystemEvent]] | None = None,
-    ) -> object:
-        self.handler = event_handler
-        return object()
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def join(self, timeout: float | None = None) -> None:
-        pass
-
-    def emit(self, event: FileSystemEvent) -> None:
-        assert self.handler is not None
-        self.handler.dispatch(event)
-
-
 def rescanning_daemon(
-    vault: Path, observer: ScriptedObserver, monkeypatch: pytest.MonkeyPatch
+    vault: Path, observer: FakeObserver, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Daemon, list[int]]:
     """A daemon whose watcher holds a change for 10 s and whose safety rescan runs every
     50 ms, with no grace for the watcher (a verdict at the first idle moment after a rescan);
@@ -97,7 +67,7 @@ def test_a_save_the_watcher_still_holds_is_not_called_missed_by_the_safety_resca
 ) -> None:
     """The rescan comes between a save and the watcher's report of it and applies it first.
     (Under a soak rewriting a note every 0.4 s, one rescan in ten warned of such a "miss".)"""
-    observer = ScriptedObserver()
+    observer = FakeObserver()
     daemon, rescans = rescanning_daemon(vault, observer, monkeypatch)
     note = vault / NOTE
     with caplog.at_level(logging.WARNING, logger=scans.__name__), running(daemon):
@@ -118,7 +88,7 @@ def test_a_save_the_watcher_still_holds_is_not_called_missed_by_the_safety_resca
 def test_a_save_the_watcher_never_reports_is_called_missed(
     vault: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    observer = ScriptedObserver()
+    observer = FakeObserver()
     daemon, rescans = rescanning_daemon(vault, observer, monkeypatch)
     with caplog.at_level(logging.WARNING, logger=scans.__name__), running(daemon):
         eventually(lambda: daemon.state == "ready" and bool(rescans), "ready, and rescanning")
@@ -134,7 +104,7 @@ def test_what_the_watcher_reports_after_the_rescan_is_not_called_missed(
     vault: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A change set naming a file, or a folder above it, is the watcher's report of it."""
-    observer = ScriptedObserver()
+    observer = FakeObserver()
     daemon = Daemon(
         load_config(vault), socket_path=short_socket_path(), observer_factory=lambda: observer
     )

@@ -18,46 +18,11 @@ from watchdog.events import (
     FileModifiedEvent,
     FileMovedEvent,
     FileOpenedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
 )
 
+from tests.conftest import FakeObserver
 from wikimem_watch.core.vault import NoteFilter
 from wikimem_watch.daemon.watcher import ChangeQueue, ChangeSet, Watcher
-
-
-class FakeObserver:
-    """A scripted observer: tests push events straight into the scheduled handler."""
-
-    def __init__(self) -> None:
-        self.handler: FileSystemEventHandler | None = None
-        self.path = ""
-        self.started = False
-        self.stopped = False
-
-    def schedule(
-        self,
-        event_handler: FileSystemEventHandler,
-        path: str,
-        *,
-        recursive: bool = False,
-        event_filter: list[type[FileSystemEvent]] | None = None,
-    ) -> object:
-        self.handler, self.path = event_handler, path
-        return object()
-
-    def start(self) -> None:
-        self.started = True
-
-    def stop(self) -> None:
-        self.stopped = True
-
-    def join(self, timeout: float | None = None) -> None:
-        pass
-
-    def emit(self, event: FileSystemEvent) -> None:
-        assert self.handler is not None
-        self.handler.dispatch(event)
 
 
 @pytest.fixture
