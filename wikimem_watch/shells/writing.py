@@ -62,25 +62,16 @@ def _local_day_and_time(args: argparse.Namespace) -> dict[str, object]:
 
 def local_when(date: str | None, time_: str | None, ts: str | None) -> dict[str, object]:
     """``date``, ``time`` and ``ts`` of a diary entry in this process's time zone, by the
-    daemon's rules (``stamps.when``): without ``ts``, an entry filed at another day or time
-    than now happened then, and one filed now keeps the precise moment."""
-    from datetime import datetime
+    daemon's own rule (``stamps.when``): without ``ts``, an entry filed at another day or
+    time than now happened then, and one filed now keeps the precise moment."""
+    from ..daemon.stamps import when
+    from ..errors import BadRequest
 
     try:
-        instant = datetime.fromisoformat(ts.replace("Z", "+00:00")) if ts else None
-        local = (instant or datetime.now()).astimezone()
-        day, hhmm = local.date().isoformat(), local.strftime("%H:%M")
-        if ts is None and (date or day, time_ or hhmm) != (day, hhmm):
-            hour, minute = (time_ or hhmm).split(":")
-            then = datetime.fromisoformat(f"{date or day}T{int(hour):02d}:{minute}")
-            ts = then.astimezone().isoformat(timespec="seconds")
-    except (ValueError, OverflowError):
+        ts, day, hhmm = when(ts, date, time_, None)
+    except BadRequest:
         return {}  # the daemon's own check names what is wrong with it
-    return {
-        "date": date or day,
-        "time": time_ or hhmm,
-        "ts": ts or local.isoformat(timespec="seconds"),
-    }
+    return {"date": date or day, "time": time_ or hhmm, "ts": ts}  # as given, else found
 
 
 def wiki_command(args: argparse.Namespace) -> int:
