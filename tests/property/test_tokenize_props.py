@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wikimem_watch.core.tokenize as tokenize_module
-from wikimem_watch.core.tokenize import STOP_WORDS, Tokenizer
+from wikimem_watch.core.tokenize import STOP_WORDS, Tokenizer, estimate_tokens
 
 # Characters on and around every boundary the rules draw: word characters and "_", inner and
 # outer apostrophes, each East-Asian script with its non-letters (・ ゛ ゠ are in the kana
@@ -66,3 +66,11 @@ def test_a_full_piece_cache_is_cleared_and_tokens_stay_right(
     text = "alpha beta gamma delta epsilon the 火锅"
     assert tokenizer.tokenize(text) == rules(tokenizer, text)
     assert 0 < len(tokenizer._pieces) <= 3
+
+
+@given(TEXTS)
+def test_the_budget_estimate_counts_each_wide_character_and_a_token_per_four_others(
+    text: str,
+) -> None:
+    wide = sum(1 for c in text if "\u3000" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af")
+    assert estimate_tokens(text) == wide + (len(text) - wide + 3) // 4

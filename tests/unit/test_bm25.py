@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 
 import numpy as np
@@ -229,6 +230,24 @@ def test_information_sums_the_idf_of_distinct_known_terms() -> None:
     index.remove(2, ["tea", "jam"])  # statistics follow the edit: jam is gone, tea rarer
     docs.pop(2)
     assert index.information(["tea", "jam"]) == pytest.approx(idf("tea"))
+
+
+def test_idf_sums_of_many_groups_equal_one_sum_per_group() -> None:
+    index = Bm25Index()
+    for doc in [["tea", "cake"], ["tea", "bread"], ["jam"], ["coffee", "tea"], ["jam", "x"]]:
+        index.add(doc)
+    index.remove(2, ["jam"])  # jam keeps a document, x none after the next removal
+    index.remove(4, ["jam", "x"])
+    words = [["tea", "jam"], [], ["cake", "bread", "coffee"], ["jam"], ["x", "tea"], []]
+    held = [index.term_ids(["tea", "jam", "cake", "bread", "coffee", "x"])] + [
+        index.term_ids(w) for w in words
+    ]
+    raw = [array("i", [index._term_id[t] for t in ("jam", "x", "tea") if t in index._term_id])]
+    groups = [*held, *raw]
+    want = [index.idf_sum(g) for g in groups]
+    assert index.idf_sums(groups).tolist() == pytest.approx(want, rel=1e-12)
+    assert index.idf_sums([]).tolist() == []
+    assert index.idf_sums([array("i")]).tolist() == [0.0]
 
 
 def test_posting_blocks_hold_every_term_s_postings_whatever_its_buffers(

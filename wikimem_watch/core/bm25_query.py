@@ -201,6 +201,26 @@ class Bm25Queries:
             math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in map(df.__getitem__, tids) if d
         )
 
+    def idf_sums(self, groups: Sequence[array[int]]) -> F64:
+        """``idf_sum`` of each group of term ids, in one pass over all of them (a query sums
+        the terms of every candidate it weighs: ~20 groups of ~20 ids)."""
+        self._settled()
+        sizes = np.fromiter(map(len, groups), dtype=np.int64, count=len(groups))
+        out = np.zeros(len(groups))
+        if not sizes.any():
+            return out
+        flat = array("i")
+        for group in groups:
+            flat.extend(group)
+        df = np.fromiter(map(self._df.__getitem__, flat), dtype=np.float64, count=len(flat))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            idf = np.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
+        idf[df == 0] = 0.0  # a term no live document holds counts 0, as in idf_sum
+        starts = np.cumsum(sizes) - sizes
+        held = sizes > 0
+        out[held] = np.add.reduceat(idf, starts[held])
+        return out
+
     def matched_terms_of(self, slots: Sequence[int], terms: Iterable[str]) -> list[list[str]]:
         """``matched_terms`` for several documents: one search per term, not per pair."""
         self._settled()

@@ -125,8 +125,8 @@ class EngineReads:
         if self._term_ids_at != index.forgotten or len(cache) >= TERM_IDS_KEPT:
             cache.clear()
             self._term_ids_at = index.forgotten
-        out = np.zeros(len(slots))
-        for j, slot in enumerate(slots):
+        groups = []
+        for slot in slots:
             digest = store.hash[slot].tobytes()
             held = cache.get(slot)
             if held is None or held[0] != digest:
@@ -134,8 +134,8 @@ class EngineReads:
                 if store.wiki.item(slot) or store.minute.item(slot) < 0:
                     parts.append(store.heading.get(slot) or "")
                 held = cache[slot] = (digest, index.term_ids(self.tokenizer("\n".join(parts))))
-            out[j] = index.idf_sum(held[1])
-        return out
+            groups.append(held[1])
+        return index.idf_sums(groups)
 
     def previous_slots(self) -> npt.NDArray[np.int32]:
         """Per slot, the slot of the diary entry before it in its file (-1: none)."""
