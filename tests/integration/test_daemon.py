@@ -162,6 +162,25 @@ def test_malformed_requests_get_errors_and_the_daemon_keeps_serving(daemon: Daem
     rpc.close()
 
 
+def test_a_last_line_without_newline_is_answered_when_the_client_half_closes(
+    daemon: DaemonProc,
+) -> None:
+    """``printf '{...}' | nc -N -U SOCK``: the request before EOF is answered, not dropped."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(str(daemon.sock))
+    sock.sendall(
+        b'{"jsonrpc":"2.0","id":1,"method":"hello"}\n{"jsonrpc":"2.0","id":2,"method":"days"}'
+    )
+    sock.shutdown(socket.SHUT_WR)
+    with sock.makefile("rb") as reader:
+        lines = reader.readlines()
+    sock.close()
+    replies = [json.loads(line) for line in lines]
+    assert [r["id"] for r in replies] == [1, 2]
+    assert replies[1]["result"]["days"] == [{"date": "2026-07-20", "entries": 1}]
+
+
 def test_an_oversized_line_closes_only_that_connection(daemon: DaemonProc) -> None:
     other = daemon.rpc()
     rpc = daemon.rpc()

@@ -1,8 +1,9 @@
 """The daemon's Unix socket: accepting clients, line framing, and the method table.
 
 One thread per connection reads request lines, dispatches each to a method, and writes one
-response line (none for a notification). A connection never blocks another, and no client
-(or crowd of clients) can lock the others out:
+response line (none for a notification); a last line without its newline is answered when
+the client ends its side (``shutdown(SHUT_WR)``, ``printf ... | nc -N``). A connection never
+blocks another, and no client (or crowd of clients) can lock the others out:
 
 - reads wait only on their own socket, and at most ``idle_timeout_s`` since the
   connection's last complete request (a silent socket, or one trickling a partial line, is
@@ -356,7 +357,9 @@ class Server:
                 if chunk is None:
                     log.debug("closing a connection idle for %.0fs", self.limits.idle_timeout_s)
                     return
-                if not chunk:
+                if not chunk:  # EOF: a last line the client ended by closing is answered
+                    if buf.strip():
+                        self._answer(conn, bytes(buf))
                     return
                 buf += chunk
                 continue
