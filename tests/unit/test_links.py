@@ -76,6 +76,20 @@ def test_backlinks_follow_edits(tmp_path: Path) -> None:
     assert [e.path for e, _ in engine.backlinks("Ann.md")] == ["b.md"]
 
 
+def test_backlinks_build_each_linking_entry_once_not_once_per_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry linking one note n times was built n times, each build making all its links:
+    a section with 40 [[people]] among 2000 such took the engine lock for 17 s."""
+    engine = engine_for(tmp_path, {"Ann.md": "x\n", "log.md": "## day\n\n" + "[[Ann]] " * 50})
+    built: list[int] = []
+    entry = engine.store.entry
+    monkeypatch.setattr(engine.store, "entry", lambda slot: built.append(slot) or entry(slot))
+    found = engine.backlinks("Ann.md")
+    assert len(found) == 50 and {e.id for e, _ in found} == {"log.md#day"}
+    assert len(built) == 1
+
+
 def test_a_link_in_code_is_an_example_not_a_link(tmp_path: Path) -> None:
     text = "Write `[[Ann]]` to link.\n\n```\n[[Nobody]]\n```\n\nSee [[Bob]].\n"
     engine = engine_for(tmp_path, {"Ann.md": "x\n", "Bob.md": "y\n", "how.md": text})

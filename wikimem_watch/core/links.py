@@ -197,7 +197,10 @@ class EngineLinks:
             if rel not in self.files:
                 raise NotFound(f"no indexed note at {rel!r} (paths are vault-relative)")
             leading = self._link_map().by_note.get(rel, {})
-            found = [(self.store.entry(s), link) for s, links in leading.items() for link in links]
+            found: list[tuple[Entry, Link]] = []
+            for slot, links in leading.items():
+                entry = self.store.entry(slot)  # once per entry: it builds all its links
+                found.extend((entry, link) for link in links)
             return sorted(found, key=lambda x: (x[0].path, x[0].line))
 
     def unresolved_links(self) -> list[dict[str, object]]:
