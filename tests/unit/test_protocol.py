@@ -70,6 +70,15 @@ def test_malformed_requests_get_the_standard_code(raw: bytes, code: int) -> None
     assert info.value.code == code
 
 
+def test_an_integer_too_long_to_read_is_a_parse_error_in_the_clients_terms() -> None:
+    """Python's own advice (``use sys.set_int_max_str_digits()``) means nothing to a client."""
+    with pytest.raises(ProtocolError) as info:
+        decode_request(b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"status"}')
+    assert info.value.code == PARSE_ERROR
+    assert info.value.message.startswith("parse error: an integer longer than ")
+    assert "sys." not in info.value.message
+
+
 def test_an_invalid_request_keeps_its_id_when_it_has_a_valid_one() -> None:
     with pytest.raises(ProtocolError) as info:
         decode_request(b'{"jsonrpc":"2.0","id":"abc"}')

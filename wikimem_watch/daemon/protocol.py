@@ -15,6 +15,7 @@ literals parse (Python's json accepts them); each method's validation refuses th
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 
 from ..record import Record
@@ -119,6 +120,16 @@ def nesting_depth(line: bytes, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
+def _parse_detail(exc: Exception) -> str:
+    """What was wrong with a line json could not read, in the client's terms (never Python's
+    advice to itself, such as ``sys.set_int_max_str_digits``)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.colno}"
+    if isinstance(exc, ValueError) and "integer string conversion" in str(exc):
+        return f"an integer longer than {sys.get_int_max_str_digits()} digits"
+    return str(exc)
+
+
 def decode_request(line: bytes) -> Request:
     """Parse and validate one request line; raises :class:`ProtocolError` with the code."""
     if line.count(b"[") + line.count(b"{") > MAX_DEPTH and nesting_depth(line) > MAX_DEPTH:
@@ -126,10 +137,7 @@ def decode_request(line: bytes) -> Request:
     try:
         obj = json.loads(line)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        detail = (
-            f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else exc
-        )
-        raise ProtocolError(PARSE_ERROR, f"parse error: {detail}") from None
+        raise ProtocolError(PARSE_ERROR, f"parse error: {_parse_detail(exc)}") from None
     if isinstance(obj, list):
         raise ProtocolError(INVALID_REQUEST, "batch requests are not supported; send one per line")
     if not isinstance(obj, dict):
