@@ -286,6 +286,18 @@ def test_a_socket_no_daemon_serves_is_named_before_answering_in_process(tmp_path
     assert f"no daemon is listening on {str(sock)!r}; answering in-process" in out.stderr
 
 
+def test_a_wikimem_sock_no_daemon_serves_is_named_not_the_vault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "no daemon running for VAULT" was false when the vault's daemon ran on its own socket
+    and only the one WIKIMEM_SOCK names was silent."""
+    sock = tmp_path / "nobody.sock"
+    monkeypatch.setenv("WIKIMEM_SOCK", str(sock))
+    out = cli("query", "--vault", str(EXAMPLE), "--json", "dentist")
+    assert out.returncode == 0 and json.loads(out.stdout)["hits"]
+    assert f"no daemon is listening on {str(sock)!r}; answering in-process" in out.stderr
+
+
 def test_a_write_the_daemon_took_but_did_not_answer_is_not_made_again(tmp_path: Path) -> None:
     """A daemon that read the write and closed without a reply may have made it: the CLI says
     so and does not write it a second time in-process."""

@@ -108,9 +108,9 @@ def say_in_process(args: argparse.Namespace, config: Config) -> None:
     if args.in_process:
         return
     line = f"wikimem-watch: no daemon running for {args.vault}; answering in-process"
-    if getattr(args, "socket", None) is not None:  # the one asked for: name it
+    if config.socket is not None:  # the one asked for (--socket, WIKIMEM_SOCK, config): name it
         line = (
-            f"wikimem-watch: no daemon is listening on {str(args.socket)!r}; answering in-process"
+            f"wikimem-watch: no daemon is listening on {str(config.socket)!r}; answering in-process"
         )
     if config.embed_remembered:
         line += f" (with the {config.embed!r} embedder this host's last daemon used)"
