@@ -186,3 +186,18 @@ def test_non_finite_or_huge_numbers_are_invalid_params(
         assert rpc.result("hello")
     finally:
         rpc.close()
+
+
+def test_a_connection_that_unsubscribed_is_closed_after_the_idle_timeout_again(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """Subscribing exempts a connection from the idle timeout (and from eviction); once its
+    last subscription is gone it was kept exempt for good, outside the max_subscribed cap."""
+    daemon = start_daemon(vault, "--idle-timeout-s", "0.3")
+    rpc = Rpc(daemon.sock)
+    try:
+        sub_id = rpc.result("subscribe", {})["subscription"]
+        assert rpc.result("unsubscribe", {"subscription": sub_id}) == {"unsubscribed": True}
+        eventually(closed_by_daemon(rpc.sock), "the unsubscribed connection closed when idle")
+    finally:
+        rpc.close()

@@ -203,6 +203,8 @@ class ChangeFeed:
     def _remove(self, sub: Subscription) -> None:
         with self._lock:
             self._subs.pop(sub.id, None)
+            if not any(s.peer is sub.peer for s in self._subs.values()):
+                sub.peer.idle_exempt = False  # its last one: idle timeout and eviction again
         sub.dropped = True  # its sender sends nothing more, however much is queued
         sub.started.set()
         with contextlib.suppress(queue.Full):
