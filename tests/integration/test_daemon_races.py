@@ -254,6 +254,23 @@ def test_subscriptions_are_capped_per_connection_and_in_connections(
     assert feed.count() == PER_CONNECTION_MAX + 1
 
 
+def test_unsubscribing_leaves_nothing_behind_on_a_long_lived_connection(
+    vault: Path, peers: Callable[[], FakePeer]
+) -> None:
+    """Each subscribe left a close callback (holding its subscription and queue) on the
+    connection for good: one that subscribes and unsubscribes in a loop grew without bound."""
+    feed = feed_over(vault)
+    peer = peers()
+    senders = sum(t.name == "notify" for t in threading.enumerate())
+    for _ in range(50):
+        sub_id, _ = feed.subscribe(peer, (), (), None)
+        peer.replied()
+        assert feed.unsubscribe(peer, sub_id)
+    assert peer.on_close == [] and peer.after_reply == []
+    ended = lambda: sum(t.name == "notify" for t in threading.enumerate()) <= senders  # noqa: E731
+    eventually(ended, "every sender thread ended")
+
+
 @pytest.mark.timeout(30)
 def test_no_notification_goes_out_before_the_reply_to_subscribe(
     vault: Path, peers: Callable[[], FakePeer]

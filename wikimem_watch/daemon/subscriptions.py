@@ -59,6 +59,7 @@ class Subscription:
     out: queue.Queue[bytes | None] = field(default_factory=lambda: queue.Queue(QUEUE_MAX))
     dropped: bool = False
     started: threading.Event = field(default_factory=threading.Event)  # the reply is out
+    on_close: Callable[[], None] | None = None  # what it put on peer.on_close
 
     def wants(self, entry: Entry) -> bool:
         if self.kinds and entry.kind not in self.kinds:
@@ -183,7 +184,8 @@ class ChangeFeed:
                 self._subs[sub.id] = sub
             generation = self.engine.generation
         peer.idle_exempt = True  # silent by design: never closed for idleness
-        peer.on_close.append(lambda: self._remove(sub))
+        sub.on_close = lambda: self._remove(sub)
+        peer.on_close.append(sub.on_close)
         peer.after_reply.append(sub.started.set)  # notifications wait for the reply
         threading.Thread(target=self._send_loop, args=(sub,), name="notify", daemon=True).start()
         return sub.id, generation
@@ -194,6 +196,9 @@ class ChangeFeed:
             if sub is None or sub.peer is not peer:
                 return False
         self._remove(sub)
+        # Not in _remove: that also runs from the connection's close, iterating on_close.
+        if sub.on_close in peer.on_close:  # else each subscribe left one there for good
+            peer.on_close.remove(sub.on_close)
         return True
 
     def count(self) -> int:
