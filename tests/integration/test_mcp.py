@@ -145,3 +145,25 @@ def test_a_diary_entry_is_filed_in_the_mcp_servers_own_time_zone(
     now, back = sent
     assert str(now["ts"]).endswith("+14:00") and str(now["ts"])[11:16] == now["time"]
     assert str(back["ts"]).startswith("2026-01-01T") and str(back["ts"]).endswith("+14:00")
+
+
+def test_concurrent_in_process_writes_are_all_kept(vault: Path) -> None:
+    """With no daemon, the SDK ran simultaneous tool calls on worker threads, each with
+    its own in-process writer: concurrent upserts to one file all said ok, some were lost."""
+    from wikimem_watch.config import load_config
+    from wikimem_watch.shells.mcp import Vault
+    from wikimem_watch.shells.mcp_tools import build_server
+
+    server = build_server(Vault(load_config(vault)))
+    names = [f"P{i}" for i in range(12)]
+
+    async def go() -> None:
+        calls = (
+            server.call_tool("upsert_wiki", {"file": "crowd", "name": n, "text": f"{n} came"})
+            for n in names
+        )
+        await asyncio.gather(*calls)
+
+    asyncio.run(go())
+    text = (vault / "wiki" / "crowd.md").read_text(encoding="utf-8")
+    assert sorted(line[3:] for line in text.splitlines() if line.startswith("## ")) == sorted(names)
