@@ -28,6 +28,7 @@ class Stub:
     status: int = 200
     body: bytes | None = None  # a fixed (bad) body instead of embeddings
     dim: int = 16
+    hang: threading.Event | None = None  # answer nothing until this is set
 
 
 def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
@@ -36,6 +37,9 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
             payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             stub.requests.append(payload)
             stub.auth.append(self.headers.get("Authorization"))
+            if stub.hang is not None:
+                stub.hang.wait(20)
+                return None
             if self.path != "/v1/embeddings":
                 return self._send(404, b'{"error": "no such route"}')
             if len(stub.requests) <= stub.fail_first:
@@ -113,7 +117,7 @@ def test_a_500_is_retried_then_succeeds(stub: Stub) -> None:
 def test_retries_exhausted_raise_embed_error_with_the_status(stub: Stub) -> None:
     stub.fail_first = 10
     with pytest.raises(EmbedError, match="HTTP 500"):
-        HttpEmbedder(stub.url, "m", retries=1, backoff_s=0.01).embed_query("a")
+        HttpEmbedder(stub.url, "m", retries=1, backoff_s=0.01).embed_documents(["a"])
     assert len(stub.requests) == 2
 
 
@@ -142,3 +146,14 @@ def test_unreachable_endpoint_fails_fast_with_embed_error() -> None:
     emb = HttpEmbedder(f"http://127.0.0.1:{port}/v1", "m", timeout_s=0.5, retries=1, backoff_s=0.01)
     with pytest.raises(EmbedError, match="unreachable"):
         emb.embed_documents(["a"])
+
+
+def test_a_query_to_a_hanging_endpoint_gives_up_within_the_query_timeout(stub: Stub) -> None:
+    stub.hang = threading.Event()
+    emb = HttpEmbedder(stub.url, "m")  # the defaults: a user is waiting for this query
+    try:
+        with pytest.raises(EmbedError, match="timed out"):
+            emb.embed_query("hello")
+    finally:
+        stub.hang.set()
+    assert len(stub.requests) == 1, "a query is asked once, not retried"

@@ -7,10 +7,13 @@ import logging
 import threading
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from tests.unit.test_vectors import CountingEmbedder, vault
 from wikimem_watch.vectors.cache import VectorCache
+from wikimem_watch.vectors.embedders import EmbedError
 from wikimem_watch.vectors.service import VectorService
 
 
@@ -115,3 +118,29 @@ def test_a_model_answering_another_dimension_is_a_mismatch_not_an_error(tmp_path
     calls = len(changed.calls)
     service.sync.sync({**entries, **vault(2, salt="new")})
     assert len(changed.calls) == calls  # nothing embedded until `embed --rebuild`
+
+
+class FailingQueries(CountingEmbedder):
+    """Documents embed; every query fails, as an endpoint that died after the corpus."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query_calls = 0
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        self.query_calls += 1
+        raise EmbedError("endpoint timed out (test)")
+
+
+def test_a_failed_query_embedding_is_not_retried_by_every_query(tmp_path: Path) -> None:
+    emb = FailingQueries()
+    service = VectorService(emb, tmp_path)
+    service.open()
+    entries = vault(4)
+    service.sync.sync(entries)
+    for text in ("cat number 1", "cat number 2", "cat number 3"):
+        service.warm(text)  # what a query does before it ranks
+        assert service.cosines(text, list(entries), 5) is None  # BM25 alone
+    assert emb.query_calls == 1, "a hanging endpoint would hold every query for its timeout"
+    assert "query embedding failed" in str(service.status()["last_error"])
+    service.close()

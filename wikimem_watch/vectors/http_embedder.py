@@ -40,6 +40,8 @@ class HttpEmbedder:
     sent as a Bearer token (absent → no header, fine for local servers). Prefixes ``None``
     means: "query: " / "passage: " for e5 models (their model card requires it), else "".
     Connection errors, 429 and 5xx are retried ``retries`` times with exponential backoff.
+    A query is asked once, within ``query_timeout_s``: a user waits for it, and a query
+    whose vector is late ranks with BM25 alone (``VectorService``).
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class HttpEmbedder:
         batch_size: int = 64,
         max_chars: int = 2000,
         timeout_s: float = 30.0,
+        query_timeout_s: float = 3.0,
         retries: int = 2,
         backoff_s: float = 0.5,
         dim: int | None = None,
@@ -73,6 +76,7 @@ class HttpEmbedder:
         )
         self.batch_size = batch_size
         self.timeout_s = timeout_s
+        self.query_timeout_s = query_timeout_s
         self.retries = retries
         self.backoff_s = backoff_s
         self._max_chars = max_chars
@@ -109,15 +113,16 @@ class HttpEmbedder:
             return np.zeros((0, self._seen_dim), dtype=np.float32)
         inputs = [self.document_prefix + t[: self._max_chars] for t in texts]
         parts = [
-            self._post(inputs[i : i + self.batch_size])
+            self._post(inputs[i : i + self.batch_size], self.timeout_s, self.retries)
             for i in range(0, len(inputs), self.batch_size)
         ]
         return l2_normalize(np.concatenate(parts, axis=0))
 
     def embed_query(self, text: str) -> FloatVector:
-        return l2_normalize(self._post([self.query_prefix + text[: self._max_chars]])).reshape(-1)
+        query = [self.query_prefix + text[: self._max_chars]]
+        return l2_normalize(self._post(query, self.query_timeout_s, 0)).reshape(-1)
 
-    def _post(self, inputs: list[str]) -> FloatMatrix:
+    def _post(self, inputs: list[str], timeout_s: float, retries: int) -> FloatMatrix:
         import urllib.error  # here: urllib.request loads http.client, ssl and email (~10 ms)
         import urllib.request
 
@@ -127,9 +132,9 @@ class HttpEmbedder:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-        for attempt in range(self.retries + 1):
+        for attempt in range(retries + 1):
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                with urllib.request.urlopen(request, timeout=timeout_s) as response:
                     raw = response.read()
                 return self._parse(raw, len(inputs))
             except urllib.error.HTTPError as exc:
@@ -142,9 +147,9 @@ class HttpEmbedder:
                 reason = getattr(exc, "reason", exc)
                 error = EmbedError(f"embedding endpoint {self.url} is unreachable: {reason}")
                 retryable = True
-            if not retryable or attempt == self.retries:
+            if not retryable or attempt == retries:
                 raise error
-            log.warning("%s; retry %d/%d", error.message, attempt + 1, self.retries)
+            log.warning("%s; retry %d/%d", error.message, attempt + 1, retries)
             time.sleep(self.backoff_s * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +39,9 @@ log = logging.getLogger(__name__)
 # How long a query waits for the vector cache before it ranks with BM25 alone: an add holds
 # the cache's lock for milliseconds, a merge or a base rewrite for up to seconds.
 QUERY_WAIT_S = 0.1
+# After a query embedding fails, how long queries rank with BM25 alone without asking the
+# embedder again: an endpoint that hangs must not hold every query for its timeout.
+QUERY_RETRY_S = 30.0
 
 
 class VectorService:
@@ -64,6 +68,8 @@ class VectorService:
         self._queries: dict[str, FloatMatrix] = {}
         self._queries_lock = threading.Lock()
         self._warned: set[str] = set()
+        self._query_failed_at: float | None = None  # time.monotonic() of the last failure
+        self.query_error: str | None = None
         self.busy_skips = 0  # queries answered without vectors: the cache was busy writing
 
     def open(self, *, background: bool = False) -> None:
@@ -111,11 +117,17 @@ class VectorService:
             return query
         import numpy as np
 
+        failed_at = self._query_failed_at
+        if failed_at is not None and time.monotonic() - failed_at < QUERY_RETRY_S:
+            return None  # the embedder failed moments ago: do not wait for it again
         try:
             query = self.embedder.embed_query(text)
         except EmbedError as exc:
-            self._warn_once(type(exc).__name__, f"query embedding failed, BM25 only: {exc.message}")
+            self._query_failed_at = time.monotonic()
+            self.query_error = f"query embedding failed, BM25 only: {exc.message}"
+            self._warn_once(type(exc).__name__, self.query_error)
             return None
+        self._query_failed_at = self.query_error = None
         if not np.isfinite(query).all():
             self._warn_once("nonfinite", "the query vector is NaN or infinite: BM25 only")
             return None
@@ -154,7 +166,7 @@ class VectorService:
             deferred=self.sync.deferred,
             busy_skips=self.busy_skips,
         )
-        stats["last_error"] = self.sync.last_error or stats["last_error"]
+        stats["last_error"] = self.sync.last_error or self.query_error or stats["last_error"]
         return stats
 
     def close(self, timeout_s: float = 5.0) -> None:
