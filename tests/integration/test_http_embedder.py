@@ -29,14 +29,25 @@ class Stub:
     body: bytes | None = None  # a fixed (bad) body instead of embeddings
     dim: int = 16
     hang: threading.Event | None = None  # answer nothing until this is set
+    redirect: str | None = None  # answer 302 to this URL instead
 
 
 def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # where urllib sends a redirected POST
+            stub.auth.append(self.headers.get("Authorization"))
+            self._send(200, b"{}")
+
         def do_POST(self) -> None:
             payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             stub.requests.append(payload)
             stub.auth.append(self.headers.get("Authorization"))
+            if stub.redirect is not None:
+                self.send_response(302)
+                self.send_header("Location", stub.redirect)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return None
             if stub.hang is not None:
                 stub.hang.wait(20)
                 return None
@@ -66,6 +77,15 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
 
 @pytest.fixture
 def stub() -> Iterator[Stub]:
+    yield from _serve()
+
+
+@pytest.fixture
+def other_host() -> Iterator[Stub]:
+    yield from _serve()
+
+
+def _serve() -> Iterator[Stub]:
     state = Stub()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -157,3 +177,15 @@ def test_a_query_to_a_hanging_endpoint_gives_up_within_the_query_timeout(stub: S
     finally:
         stub.hang.set()
     assert len(stub.requests) == 1, "a query is asked once, not retried"
+
+
+def test_a_redirect_is_not_followed_and_the_key_goes_nowhere_else(
+    stub: Stub, other_host: Stub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_KEY", "sk-secret")
+    stub.redirect = other_host.url.replace("127.0.0.1", "localhost") + "/steal"
+    emb = HttpEmbedder(stub.url, "m", api_key_env="MY_KEY", retries=0)
+    with pytest.raises(EmbedError, match=r"HTTP 302, a redirect to .*/steal.*not followed"):
+        emb.embed_documents(["a"])
+    assert stub.auth == ["Bearer sk-secret"]
+    assert other_host.auth == [], "the API key was sent to the host a redirect named"

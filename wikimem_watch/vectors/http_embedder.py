@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING
 from wikimem_watch.vectors.embedders import EmbedError, _fingerprint, l2_normalize
 
 if TYPE_CHECKING:
+    import urllib.error
+    import urllib.request
+
     import numpy as np
     import numpy.typing as npt
 
@@ -132,16 +135,14 @@ class HttpEmbedder:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        opener = _no_redirects()
         for attempt in range(retries + 1):
             try:
-                with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                with opener.open(request, timeout=timeout_s) as response:
                     raw = response.read()
                 return self._parse(raw, len(inputs))
             except urllib.error.HTTPError as exc:
-                detail = exc.read(300).decode("utf-8", "replace").strip()
-                error = EmbedError(
-                    f"embedding endpoint {self.url} answered HTTP {exc.code}: {detail}"
-                )
+                error = _http_error(self.url, exc)
                 retryable = exc.code == 429 or exc.code >= 500
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 reason = getattr(exc, "reason", exc)
@@ -177,3 +178,27 @@ class HttpEmbedder:
             )
         self._seen_dim = dim
         return matrix
+
+
+def _no_redirects() -> urllib.request.OpenerDirector:
+    """An opener that follows no redirect: urllib would send the API key along to wherever
+    a redirect points (another host included), so a redirect is an error naming it."""
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None  # urllib then raises the 3xx as an HTTPError
+
+    return urllib.request.build_opener(NoRedirect)
+
+
+def _http_error(url: str, exc: urllib.error.HTTPError) -> EmbedError:
+    """The error for an HTTP status other than 200, naming the target of a redirect."""
+    if 300 <= exc.code < 400:
+        location = exc.headers.get("Location")
+        return EmbedError(
+            f"embedding endpoint {url} answered HTTP {exc.code}, a redirect to {location!r}: "
+            "not followed (it would carry the API key); configure the final URL instead"
+        )
+    detail = exc.read(300).decode("utf-8", "replace").strip()
+    return EmbedError(f"embedding endpoint {url} answered HTTP {exc.code}: {detail}")
