@@ -30,6 +30,42 @@ class Stub:
     dim: int = 16
     hang: threading.Event | None = None  # answer nothing until this is set
     redirect: str | None = None  # answer 302 to this URL instead
+    trickle: threading.Event | None = None  # send a byte every 0.2 s until this is set
+    huge: int = 0  # send this many bytes of blanks instead of embeddings
+
+
+def _misbehaved(handler: BaseHTTPRequestHandler, stub: Stub) -> bool:
+    """Redirect, hang, trickle or send too much, when the stub says so."""
+    if stub.redirect is not None:
+        handler.send_response(302)
+        handler.send_header("Location", stub.redirect)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+    elif stub.trickle is not None or stub.huge:
+        _stream(handler, stub, stub.huge or 1 << 20)
+    elif stub.hang is not None:
+        stub.hang.wait(20)
+    else:
+        return False
+    return True
+
+
+def _stream(handler: BaseHTTPRequestHandler, stub: Stub, size: int) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(size))
+    handler.end_headers()
+    sent = 0
+    while sent < size:
+        if stub.trickle is not None:
+            if stub.trickle.wait(0.2):
+                return
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            sent += 1
+        else:
+            block = min(size - sent, 1 << 20)
+            handler.wfile.write(b" " * block)
+            sent += block
 
 
 def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
@@ -42,14 +78,7 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
             payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             stub.requests.append(payload)
             stub.auth.append(self.headers.get("Authorization"))
-            if stub.redirect is not None:
-                self.send_response(302)
-                self.send_header("Location", stub.redirect)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return None
-            if stub.hang is not None:
-                stub.hang.wait(20)
+            if _misbehaved(self, stub):
                 return None
             if self.path != "/v1/embeddings":
                 return self._send(404, b'{"error": "no such route"}')
@@ -189,3 +218,18 @@ def test_a_redirect_is_not_followed_and_the_key_goes_nowhere_else(
         emb.embed_documents(["a"])
     assert stub.auth == ["Bearer sk-secret"]
     assert other_host.auth == [], "the API key was sent to the host a redirect named"
+
+
+def test_an_endpoint_that_trickles_its_answer_cannot_hold_a_query(stub: Stub) -> None:
+    stub.trickle = threading.Event()  # each byte in time for the socket timeout
+    try:
+        with pytest.raises(EmbedError, match="timed out reading the answer"):
+            HttpEmbedder(stub.url, "m").embed_query("hello")
+    finally:
+        stub.trickle.set()
+
+
+def test_a_runaway_body_is_refused_not_read_into_memory(stub: Stub) -> None:
+    stub.huge = 64 << 20
+    with pytest.raises(EmbedError, match="sent more than .* bytes"):
+        HttpEmbedder(stub.url, "m").embed_query("hello")

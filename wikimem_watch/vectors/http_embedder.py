@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from wikimem_watch.vectors.embedders import EmbedError, _fingerprint, l2_normalize
 
 if TYPE_CHECKING:
+    import http.client
     import urllib.error
     import urllib.request
 
@@ -33,6 +34,15 @@ __all__ = ["DEFAULT_API_KEY_ENV", "HttpEmbedder"]
 log = logging.getLogger(__name__)
 
 DEFAULT_API_KEY_ENV = "WIKIMEM_WATCH_EMBED_API_KEY"
+_READ_CHUNK = 64 * 1024
+
+
+def _max_body_bytes(n_inputs: int) -> int:
+    """The longest answer read for a batch: 1 MiB plus 256 KiB per input, far above a
+    4096-dim vector in JSON (~90 KiB)."""
+    return (1 << 20) + n_inputs * (256 << 10)
+
+
 _E5_MODEL = re.compile(r"(^|[/_-])(multilingual-)?e5-(small|base|large)", re.IGNORECASE)
 
 
@@ -137,9 +147,10 @@ class HttpEmbedder:
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         opener = _no_redirects()
         for attempt in range(retries + 1):
+            deadline = time.monotonic() + timeout_s
             try:
                 with opener.open(request, timeout=timeout_s) as response:
-                    raw = response.read()
+                    raw = self._read_body(response, deadline, _max_body_bytes(len(inputs)))
                 return self._parse(raw, len(inputs))
             except urllib.error.HTTPError as exc:
                 error = _http_error(self.url, exc)
@@ -153,6 +164,24 @@ class HttpEmbedder:
             log.warning("%s; retry %d/%d", error.message, attempt + 1, retries)
             time.sleep(self.backoff_s * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _read_body(self, response: http.client.HTTPResponse, deadline: float, limit: int) -> bytes:
+        """The answer's body, read within ``deadline`` in all (the socket timeout alone
+        restarts with every byte: a server that trickles would hold a query forever) and
+        refused past ``limit`` bytes (a runaway body would sit in the daemon's memory)."""
+        parts: list[bytes] = []
+        size = 0
+        while chunk := response.read1(_READ_CHUNK):  # what has come, not a full chunk
+            size += len(chunk)
+            if size > limit:
+                raise EmbedError(
+                    f"embedding endpoint {self.url} sent more than {limit} bytes "
+                    "for one batch: not read"
+                )
+            if time.monotonic() > deadline:
+                raise TimeoutError("timed out reading the answer")
+            parts.append(chunk)
+        return b"".join(parts)
 
     def _parse(self, raw: bytes, n_inputs: int) -> FloatMatrix:
         import numpy as np
