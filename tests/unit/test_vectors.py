@@ -387,19 +387,24 @@ def test_a_torn_base_is_written_again_whole_not_re_embedded_at_every_start(
 
 
 class NanEmbedder(CountingEmbedder):
-    """Answers NaN for any text containing "poison", and for a query saying "nanquery"."""
+    """Answers NaN for any text containing "poison", and for a query saying "nanquery";
+    zeros (a broken model's answer) for "blank" and "zeroquery"."""
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
         out = super().embed_documents(texts)
         for i, text in enumerate(texts):
             if "poison" in text:
                 out[i] = np.nan
+            elif "blank" in text:
+                out[i] = 0.0
         return out
 
     def embed_query(self, text: str) -> Matrix:
         out = super().embed_query(text)
         if "nanquery" in text:
             out[:] = np.inf
+        elif "zeroquery" in text:
+            out[:] = 0.0
         return out
 
 
@@ -417,6 +422,16 @@ def test_non_finite_vectors_are_a_failed_embedding_never_stored(tmp_path: Path) 
     assert all(np.isfinite(s) for s in service.cosines("cat", list(entries), 10).values())
     assert service.cosines("nanquery", list(entries), 10) is None, "BM25 only, said once"
     assert np.isfinite(service.cache._m.mat).all(), "nothing non-finite is held"
+
+
+def test_all_zero_vectors_are_a_failed_embedding_never_stored(tmp_path: Path) -> None:
+    entries = {**vault(6), content_hash("blank"): "blank page notes"}
+    service = VectorService(NanEmbedder(), tmp_path)
+    service.open()
+    service.sync.sync(entries)
+    assert service.cache.missing(entries) == [content_hash("blank")]
+    assert service.status()["failed"] == 1
+    assert service.cosines("zeroquery", list(entries), 10) is None, "a zero query: BM25 only"
 
 
 def test_a_cache_row_that_is_not_finite_on_disk_is_treated_as_missing(tmp_path: Path) -> None:

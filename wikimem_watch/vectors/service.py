@@ -128,8 +128,8 @@ class VectorService:
             self._warn_once(type(exc).__name__, self.query_error)
             return None
         self._query_failed_at = self.query_error = None
-        if not np.isfinite(query).all():
-            self._warn_once("nonfinite", "the query vector is NaN or infinite: BM25 only")
+        if not np.isfinite(query).all() or not query.any():
+            self._warn_once("nonfinite", "the query vector is NaN, infinite or zero: BM25 only")
             return None
         with self._queries_lock:
             if len(self._queries) >= 256:

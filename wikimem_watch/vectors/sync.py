@@ -6,9 +6,10 @@ Queries never wait for a sync: embedding runs outside the cache lock.
 
 A rebuild never touches the working cache until it is complete: it fills a second cache in
 ``<cache>/rebuild/`` (which survives an interruption, so re-issuing the rebuild resumes),
-then :meth:`VectorCache.adopt` swaps it in. An embedder that returns NaN or infinite values
-for a text has failed for that text: it is not stored, is warned about once, is counted in
-``status`` (``failed``) and is not retried until the next rebuild.
+then :meth:`VectorCache.adopt` swaps it in. An embedder that returns NaN or infinite values,
+or an all-zero vector (no direction: every cosine 0, which fusion would read as a tie that
+lifts unrelated entries), for a text has failed for that text: it is not stored, is warned
+about once, is counted in ``status`` (``failed``) and is not retried until the next rebuild.
 """
 
 from __future__ import annotations
@@ -292,15 +293,15 @@ class VectorSync:
         for h, cs in zip(batch, chunks, strict=True):
             rows = vectors[row : row + len(cs)]
             row += len(cs)
-            if np.isfinite(rows).all():
+            if np.isfinite(rows).all() and rows.any(axis=1).all():
                 out[h] = rows
                 continue
             self._failed.add(h)  # a failed embedding: never stored, not retried
             if not self._warned_nonfinite:
                 self._warned_nonfinite = True
                 log.warning(
-                    "%s returned NaN or infinite values; those texts are left out of the "
-                    "vector cache (BM25 still finds them)",
+                    "%s returned NaN, infinite or all-zero vectors; those texts are left out "
+                    "of the vector cache (BM25 still finds them)",
                     self.embedder.name,
                 )
         return out
