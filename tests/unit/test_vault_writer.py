@@ -4,6 +4,7 @@ a write must never do to a person's bytes, whatever the file and the timing."""
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,29 @@ def test_a_writer_takes_the_vault_as_a_string_too(tmp_path: Path) -> None:
     writer = VaultWriter(str(tmp_path))
     writer.append_diary("kites", date="2026-01-01", time="10:00")
     assert "kites" in (tmp_path / "diary" / "2026-01-01.md").read_text(encoding="utf-8")
+
+
+def test_writers_that_share_no_daemon_take_turns_and_keep_every_item(tmp_path: Path) -> None:
+    """Each writer opens the vault lock on its own, as two processes would (a CLI and an MCP
+    server writing with no daemon): without the lock the compare-and-swap let the later of
+    two writes of one file win, and items were lost."""
+    wiki(tmp_path, "# p\n")
+    names = [f"P{i}" for i in range(16)]
+    with ThreadPoolExecutor(len(names)) as pool:
+        list(pool.map(lambda n: VaultWriter(tmp_path).upsert_wiki("p", n, f"about {n}"), names))
+    text = (tmp_path / "wiki" / "p.md").read_text(encoding="utf-8")
+    assert [n for n in names if f"## {n}\n" not in text] == []
+
+
+def test_a_writer_waits_for_the_daemon_s_writers_and_gives_up_with_nothing_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    note = wiki(tmp_path, PEOPLE)
+    monkeypatch.setattr(writes, "LOCK_WAIT_S", 0.05)
+    with writes.vault_lock(tmp_path, shared=True), writes.vault_lock(tmp_path, shared=True):
+        # Shared holders (the daemon's writers) do not wait for each other...
+        with pytest.raises(writes.WriteConflict, match="holds the vault's write lock"):
+            VaultWriter(tmp_path).upsert_wiki("p", "Cy", "c")  # ...an exclusive one does
+    assert note.read_text(encoding="utf-8") == PEOPLE
+    VaultWriter(tmp_path).upsert_wiki("p", "Cy", "c")  # released: it goes through
+    assert "## Cy\n" in note.read_text(encoding="utf-8")

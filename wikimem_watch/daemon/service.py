@@ -122,6 +122,7 @@ class Daemon(VaultScans, DaemonReports):
             journal=self.journal,
             on_written=self._applied,
             indexed_hash=self._indexed_hash,
+            shared_lock=True,
         )
         self.feed = ChangeFeed(
             self.engine,

@@ -85,8 +85,12 @@ class VaultWriter:
         journal: Journal | None = None,
         on_written: Callable[[str], int] | None = None,
         indexed_hash: Callable[[str], str | None] | None = None,
+        shared_lock: bool = False,
     ) -> None:
         self.root = root = Path(root)  # the README's snippet passes a str
+        # The daemon's writers take the vault lock shared, any other writer exclusive
+        # (writes.vault_lock): writers in other processes take turns with them.
+        self.shared_lock = shared_lock
         self.journal = journal if journal is not None else Journal(root)
         self.on_written = on_written
         self.indexed_hash = indexed_hash  # rel → the text hash the index holds for it
@@ -178,7 +182,7 @@ class VaultWriter:
 
     def _perform(self, op: _Op, redone: int = 0) -> dict[str, object]:
         state = self._state(op.rel)
-        with state.lock:
+        with state.lock, writes.vault_lock(self.root, shared=self.shared_lock):
             self._rescue(op.rel, state)
             reply, base, written = op.run()
             self._journal_folded_in(op.rel, base, state)
@@ -363,7 +367,7 @@ class VaultWriter:
             busy = [(rel, s) for rel, s in self._files.items() if s.recent or s.retired]
         for rel, state in busy:
             redo: list[_Recent] = []
-            with state.lock:
+            with state.lock, writes.vault_lock(self.root, shared=self.shared_lock):
                 self._rescue(rel, state)
                 now = time.monotonic()
                 state.recent = [r for r in state.recent if r.until > now]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import logging
 import os
 import random
@@ -30,13 +31,14 @@ import secrets
 import stat
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.vault import MAX_NOTE_BYTES
 from ..errors import BadRequest, WatchError
 
+LOCK_WAIT_S = 10.0  # how long a write waits for another process's writes to the vault
 MAX_ATTEMPTS = 200  # a bound on attempts, and on time below: whichever comes first
 RETRIES = 16  # whole read-edit-write rounds a writer makes (a file created or gone meanwhile)
 CONTEND_S = 3.0  # how long a replace keeps re-applying under another busy writer
@@ -54,6 +56,42 @@ class WriteConflict(WatchError):
     """Other writers kept changing the file; nothing of theirs was overwritten."""
 
     code = -32009
+
+
+@contextlib.contextmanager
+def vault_lock(root: Path, *, shared: bool = False) -> Iterator[None]:
+    """Hold the vault's advisory write lock (``flock`` on the vault folder) while a write runs.
+
+    The compare-and-swap below keeps an editor's save, but between two of our writers it can
+    only let the later one win: two processes writing one file without a daemon (a CLI and an
+    MCP server, two scripts) lost items that way. Writers that share a process with no daemon
+    take the lock exclusive, so they take turns; the daemon's writers take it shared (they
+    already take turns per file) and so exclude those. Editors take no lock: they are what
+    the compare-and-swap is for. A folder that cannot be opened is written without the lock
+    (the write itself then reports what is wrong)."""
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
+        while True:
+            try:
+                fcntl.flock(fd, mode)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise WriteConflict(
+                        f"another process has been writing to {str(root)!r} for "
+                        f"{LOCK_WAIT_S:g}s (it holds the vault's write lock); nothing was "
+                        "written, try again"
+                    ) from None
+                time.sleep(0.005)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 @dataclass(slots=True)
