@@ -187,6 +187,12 @@ def test_inline_tags_ignore_headings_code_and_numbers() -> None:
     assert parse_note("wiki/t.md", text).entries[0].tags == ("running", "猫")
 
 
+def test_inline_tag_goes_on_over_combining_marks() -> None:
+    # Devanagari vowel signs and an accent typed as e + U+0301 are marks, not word characters.
+    text = "## a\n#हिन्दी and #cafe\u0301/menu today\n"
+    assert parse_note("wiki/t.md", text).entries[0].tags == ("हिन्दी", "cafe\u0301/menu")
+
+
 def test_links_and_tags_in_headings_count_as_in_text() -> None:
     """Obsidian links and tags a note from its headings too; they were read from section text
     only, so ``## [[Ann]]`` was no backlink of Ann and ``## Standup #work`` no #work."""

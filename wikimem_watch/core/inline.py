@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import unicodedata
 from functools import cache
 
 from .frontmatter import front_strings
@@ -19,6 +20,7 @@ _SIZE = re.compile(r"\d+(?:x\d+)?")  # ![[x.png|200]], ![[x.png|200x100]]: a siz
 # "#" from making a tag). ``#(?<!X#)`` is ``(?<!X)#``, but the matcher jumps from "#" to "#"
 # instead of trying the look-behind at every character (~6× faster).
 _TAG = re.compile(r"#(?<![\w#&/=(\[\\]#)(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*)")
+_TAG_REST = re.compile(r"[\w/-]*")  # what a tag goes on with after a combining mark
 # Code, where no #tag is read: fenced blocks (``` or ~~~, three or more, closed by a fence as
 # long, or open to the end) and inline spans of one or two backticks. Each alternative stops
 # at the next fence or backtick run, so the scan stays linear (ADR-0011).
@@ -87,9 +89,23 @@ def read_inline(
         indexed = _LINK.sub(_link_text, visible)
     tags = note_tags
     if "#" in visible:
-        inline_tags = tuple(dict.fromkeys(_TAG.findall(prose)))  # one group: the tag
+        inline_tags = _inline_tags(prose)
         tags = tuple(dict.fromkeys(note_tags + inline_tags))
     return indexed, links, tags
+
+
+def _inline_tags(prose: str) -> tuple[str, ...]:
+    """The ``#tags`` of ``prose``, each once. A combining mark (``\\w`` holds none) does not
+    end a tag: "#हिन्दी" (vowel signs) and a "#café" typed as "e" + U+0301 are whole tags,
+    not "ह" and "cafe"."""
+    tags: list[str] = []
+    for m in _TAG.finditer(prose):
+        end = m.end()
+        while end < len(prose) and unicodedata.category(prose[end])[0] == "M":
+            rest = _TAG_REST.match(prose, end + 1)
+            end = rest.end() if rest else end + 1
+        tags.append(prose[m.start("tag") : end])
+    return tuple(dict.fromkeys(tags))
 
 
 def heading_inline(path: str, heading: str) -> tuple[tuple[Link, ...], tuple[str, ...]]:
