@@ -543,6 +543,20 @@ def test_tags_alone_list_the_tagged_entries_the_most_recent_first(tmp_path: Path
     assert [h["path"] for h in slash] == [h["path"] for h in everything]
 
 
+def test_a_tag_filter_matches_composed_and_decomposed_accents_alike(tmp_path: Path) -> None:
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    engine = engine_for(
+        tmp_path,
+        {
+            "wiki/a.md": f"---\ntags: [{composed}]\n---\n## a\n\ncroissant\n",
+            "wiki/b.md": f"## b\n\ncroissant #{decomposed}/menu\n",
+        },
+    )
+    for want in (composed, decomposed):
+        found = hits(ask(engine, q="croissant", tags=[want], expand_links=False))
+        assert sorted(str(h["path"]) for h in found) == ["wiki/a.md", "wiki/b.md"], want
+
+
 def test_a_tags_listing_orders_items_without_time_by_path_and_keeps_the_budget(
     tmp_path: Path,
 ) -> None:

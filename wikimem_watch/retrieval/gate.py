@@ -10,6 +10,7 @@ so (``fallback: "empty"``). Pure over the engine's read side; the caller holds i
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -219,8 +220,14 @@ def passes_fields(req: QueryRequest, kind: str, path: str, tags: tuple[str, ...]
 
 
 def tag_matches(want: str, have: str) -> bool:
-    want, have = want.lower(), have.lower()
+    """``have`` is the tag ``want`` or nested in it, case aside and in one Unicode form (a tag
+    typed with a decomposed accent, as macOS may write it, is the composed one)."""
+    want, have = _tag_key(want), _tag_key(have)
     return have == want or have.startswith(want.rstrip("/") + "/")
+
+
+def _tag_key(tag: str) -> str:
+    return tag.lower() if tag.isascii() else unicodedata.normalize("NFC", tag).lower()
 
 
 def _bounded(gate: Gate) -> tuple[date, date] | None:
