@@ -454,6 +454,23 @@ def test_a_listed_entry_is_not_repeated_as_another_hits_context(tmp_path: Path) 
     assert len(ids) == len(set(ids)) and ids[0] == "diary/2026-11-21.md#09:00"
 
 
+def test_a_note_both_a_listed_entry_and_a_later_hit_link_to_is_shown_once(
+    tmp_path: Path,
+) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-21.md": "## 09:00\nQuiet morning, see [[Ann]].\n",
+            "diary/2026-11-10.md": "## 09:00\nWent sailing, see [[Ann]].\n",
+            "Ann.md": "# Ann\nAnn loves boats.\n",
+        },
+    )
+    found = hits(ask(engine, q="sailing yesterday", now="2026-11-22T12:00"))
+    assert [h["id"] for h in found] == ["diary/2026-11-21.md#09:00", "diary/2026-11-10.md#09:00"]
+    ids = [str(x["id"]) for h in found for x in [h, *h.get("linked", [])]]  # type: ignore[list-item]
+    assert ids.count("Ann.md") == 1 and "linked" not in found[1]
+
+
 @pytest.mark.parametrize(("q", "end"), [("this week", "2026-11-18"), ("今年", "2026-11-18")])
 def test_a_window_is_reported_only_as_far_as_now(tmp_path: Path, q: str, end: str) -> None:
     engine = engine_for(tmp_path, {"diary/2026-11-17.md": "## 09:00\nA walk.\n"})

@@ -40,14 +40,7 @@ def listed(
     the window held more than ``k``."""
     inside = window_entries(engine, req, gate, limit=req.k)
     head = [hit_of(e, None, [], True) for e in inside]
-    shown = {str(h["id"]) for h in head}
     rest = ranked[: req.k - len(head)]
-    for hit in rest:  # an entry listed is not repeated as another hit's context
-        linked = [c for c in _linked(hit) if str(c["id"]) not in shown]
-        if linked:
-            hit["linked"] = linked
-        else:
-            hit.pop("linked", None)
     if req.explain:
         for hit in head:
             hit["explain"] = {"listing": True, "time_gate": gate.as_dict(), "in_window": True}
@@ -57,6 +50,15 @@ def listed(
         if scored is None:  # not ranked: only the head's links need the scores
             scored = engine.index.score(terms) if terms else (np.zeros(0, np.int64), np.zeros(0))
         expand(engine, req, hits, slots, terms, scored)  # the head's; the rest have theirs
+    # An entry listed, or brought by a listed entry's links, is not repeated as the context
+    # of a hit after them (the rest's context was chosen before the head was known).
+    shown = {str(x["id"]) for h in head for x in [h, *_linked(h)]}
+    for hit in rest:
+        linked = [c for c in _linked(hit) if str(c["id"]) not in shown]
+        if linked:
+            hit["linked"] = linked
+        else:
+            hit.pop("linked", None)
     costs = [
         sum(estimate_tokens(f"{x['heading']}\n{x['text']}") for x in [h, *_linked(h)]) for h in hits
     ]
