@@ -471,6 +471,22 @@ def test_a_note_both_a_listed_entry_and_a_later_hit_link_to_is_shown_once(
     assert ids.count("Ann.md") == 1 and "linked" not in found[1]
 
 
+def test_a_window_with_kinds_wiki_is_neither_widened_nor_a_listing(tmp_path: Path) -> None:
+    engine = engine_for(
+        tmp_path,
+        {"wiki/kiwi.md": "## kiwi\nkiwi orchard\n", "diary/2026-11-28.md": "## 09:00\nkiwi\n"},
+    )
+    day = ["2026-11-28", "2026-11-28"]
+    for fields in ({"q": "kiwi yesterday"}, {"q": "kiwi", "time_range": day}):
+        result = ask(engine, kinds=["wiki"], **fields)
+        assert [h["id"] for h in hits(result)] == ["wiki/kiwi.md#kiwi"]
+        assert result["widened"] is False and result["listing"] is False
+        window = result["time_range"]
+        assert window["start"] == window["end"] == "2026-11-28"  # type: ignore[index]
+    alone = ask(engine, q="yesterday", kinds=["wiki"])
+    assert hits(alone) == [] and "kinds ['wiki'] leave them out" in str(alone["note"])
+
+
 @pytest.mark.parametrize(("q", "end"), [("this week", "2026-11-18"), ("今年", "2026-11-18")])
 def test_a_window_is_reported_only_as_far_as_now(tmp_path: Path, q: str, end: str) -> None:
     engine = engine_for(tmp_path, {"diary/2026-11-17.md": "## 09:00\nA walk.\n"})

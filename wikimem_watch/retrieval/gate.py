@@ -285,8 +285,9 @@ def settle(engine: Engine, req: QueryRequest, gate: Gate) -> Gate:
     """Widen a window that holds no entries (±1, then ±3 days, never past ``now``).
 
     A parsed window still empty is not applied (``fallback: "empty"``); an explicit one holds.
-    A conversation named by its order becomes its day, and is not widened. Returns the
-    window with ``entries``, how many it holds.
+    A conversation named by its order becomes its day, and is not widened. Nor is a window
+    of a request whose ``kinds`` leave out the diary. Returns the window with ``entries``,
+    how many it holds.
     """
     if gate.limit_day is not None and gate.start > gate.limit_day:
         # Wholly after now ("明天", "next week"): the diary holds nothing there yet, and
@@ -294,6 +295,10 @@ def settle(engine: Engine, req: QueryRequest, gate: Gate) -> Gate:
         return replace(gate, fallback="empty") if gate.source == "parsed" else gate
     if gate.limit_day is not None and gate.end > gate.limit_day:
         gate = replace(gate, end=gate.limit_day)  # "this week", "今年": as far as now
+    if "diary" not in req.kinds:
+        # A window selects diary entries, which the request leaves out: widening could find
+        # none, and would only report a window of days nobody asked for.
+        return replace(gate, fallback="empty") if gate.source == "parsed" else gate
     if gate.session is not None:
         day = _session_day(engine, gate)
         if day is None:

@@ -84,7 +84,9 @@ def run_query(
     with engine.lock:
         if gate is not None:
             gate = settle(engine, req, gate)
-        applied = gate if gate is not None and gate.fallback is None else None
+        # A window selects diary entries: with kinds leaving them out it selects nothing.
+        diary = "diary" in req.kinds
+        applied = gate if gate is not None and gate.fallback is None and diary else None
         hits: list[dict[str, object]] = []
         embedding_used = False
         scored: tuple[I64, F64] | None = None  # the query's BM25 matches, once scored
@@ -104,7 +106,10 @@ def run_query(
             listing = True
     searchable = bool(terms) or bool(applied and listing) or tags_only
     note = None if searchable else nothing_searchable(req.q, gate)
-    if empty_ask and gate is not None:
+    if empty_ask and gate is not None and "diary" not in req.kinds:
+        kinds = list(req.kinds)
+        note = f"the window {_named(gate)} selects diary entries, and kinds {kinds} leave them out"
+    elif empty_ask and gate is not None:
         note = f"the window {_named(gate)} holds no diary entries, and the rest only asks about it"
     elif note is None and applied is not None and listing and not hits:
         note = f"the window {_named(applied)} holds no diary entries"  # an explicit one
