@@ -77,6 +77,12 @@ def test_a_curly_apostrophe_is_the_straight_one() -> None:
     assert tokenize("I won’t go, I’m tired") == tokenize("I won't go, I'm tired") == ["go", "tire"]
 
 
+def test_a_french_or_italian_elision_leaves_the_word_a_person_searches_for() -> None:
+    assert tokenize("l’école") == tokenize("L'école") == tokenize("école") == ["ecol"]
+    assert tokenize("qu'il dell'arte") == tokenize("il arte")
+    assert tokenize("O'Brien aujourd'hui") == ["o'brien", "aujourd'hui"]  # no elision there
+
+
 def test_with_jieba_a_word_inside_a_compound_is_found(tmp_path: Path) -> None:
     """jieba keeps compounds whole ("北京大学图书馆"); the search mode adds their words, so
     "大学" and "图书馆" find the note, as bigrams do."""

@@ -64,6 +64,9 @@ _PLAIN_LETTERS = str.maketrans(
 _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 # Apostrophes as keyboards type them ("don’t", "O’Brien"; U+02BC in Ukrainian): one form.
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+# French and Italian elided articles and pronouns ("l'école", "qu'il", "dell'arte"): the word
+# after them is the word a person searches for ("école" finds "l'école"). Not "o'" (O'Brien).
+_ELISIONS = frozenset("c d j l m n qu s t all dall dell nell sull un".split())
 
 
 def _fold(word: str) -> str:
@@ -198,6 +201,10 @@ class Tokenizer:
     def _word(self, word: str) -> str:
         """One word's term: folded, then "" for a stop word, else stemmed when configured."""
         folded = _fold(word)
+        if "'" in folded:
+            elided, _, rest = folded.partition("'")
+            if elided in _ELISIONS:
+                folded = rest
         if folded in self.stop_words:
             return ""
         return stem(folded) if self.stem else folded
