@@ -315,6 +315,7 @@ def test_time_only_questions_list_their_window(
         ("", "the query is empty"),
         ("   ", "the query is empty"),
         ("the of and", "nothing searchable left in 'the of and' after removing stop words"),
+        ("☕ ?!", "nothing searchable in '☕ ?!': it holds no letters or digits"),
     ],
 )
 def test_a_query_with_nothing_searchable_says_so_in_its_note(

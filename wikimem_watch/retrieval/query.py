@@ -140,6 +140,8 @@ def nothing_searchable(q: str, gate: Gate | None) -> str:
     """Why a query found nothing before it was even ranked: no words were left to score."""
     if not q.strip():
         return "the query is empty: nothing to search for"
+    if not any(c.isalnum() for c in q):  # "☕", "???": nothing was removed, nothing was there
+        return f"nothing searchable in {q.strip()!r}: it holds no letters or digits"
     removed = "stop words"
     if gate is not None and gate.matched:
         removed += f" and the time words {gate.matched!r}"
