@@ -143,6 +143,12 @@ def test_parse_time_json_contract() -> None:
     assert json.loads(none.stdout) is None and none.returncode == 1
 
 
+def test_parse_time_takes_several_words_without_quotes_as_query_does() -> None:
+    out = cli("parse-time", "--now", "2026-07-24T15:00", "--json", "last", "week")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["matched"] == "last week"
+
+
 def test_help_lists_exit_codes() -> None:
     out = cli("query", "--help")
     assert "exit status" in out.stdout

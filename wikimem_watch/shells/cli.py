@@ -115,7 +115,9 @@ def _query(sub: Any) -> None:
 def _parse_time(sub: Any) -> None:
     help_ = "show the window of days a time expression opens (calendar words; no vault needed)"
     t = sub.add_parser("parse-time", help=help_, description=help_, epilog=EPILOG)
-    t.add_argument("text", metavar="TEXT")
+    t.add_argument(
+        "text", metavar="TEXT", nargs="+", help="the expression (several words need no quotes)"
+    )
     t.add_argument("--now", help="reference time (ISO, default: now)")
     t.add_argument("--tz", help="IANA time zone name")
     t.add_argument("--json", action="store_true", help="print JSON (null when no window)")

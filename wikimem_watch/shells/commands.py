@@ -200,7 +200,7 @@ def parse_time_command(args: argparse.Namespace) -> int:
                 f"--now {args.now!r} is not ISO-8601 (e.g. 2026-07-24T15:00)"
             ) from None
     try:
-        found = parse_time_range(args.text, now=now, tz=args.tz)
+        found = parse_time_range(" ".join(args.text), now=now, tz=args.tz)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     if args.json:
