@@ -238,17 +238,26 @@ def split_csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _csv_flag(name: str, value: str) -> list[str]:
+    """A given ``--paths``/``--tags``/``--kinds``: an empty one (``--paths "$UNSET"``) is an
+    error, not a silent "no filter" that searches the whole vault."""
+    items = split_csv(value) or []
+    if not items:
+        raise BadRequest(
+            f"--{name} {value!r} names nothing; give a comma-separated list or omit it"
+        )
+    return items
+
+
 def request_from_args(args: argparse.Namespace) -> dict[str, object]:
     """The JSON query request the flags describe (only fields that were given)."""
     req: dict[str, object] = {"q": args.text, "k": args.k}
-    if args.time_range:
-        req["time_range"] = args.time_range
-    for name in ("now", "tz", "budget_tokens"):
+    for name in ("time_range", "now", "tz", "budget_tokens"):
         if getattr(args, name) is not None:
             req[name] = getattr(args, name)
     for name in ("kinds", "paths", "tags"):
-        if getattr(args, name):
-            req[name] = split_csv(getattr(args, name))
+        if getattr(args, name) is not None:
+            req[name] = _csv_flag(name, getattr(args, name))
     if args.no_parse_time:
         req["parse_time"] = False
     if args.no_links:
