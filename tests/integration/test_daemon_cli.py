@@ -289,3 +289,13 @@ def test_index_flags_given_to_a_query_a_daemon_answers_are_said_to_be_ignored(
     assert "--exclude apply when a daemon starts" in out.stderr
     plain = wikimem("query", "--vault", str(daemon.vault), "coffee")
     assert "apply when a daemon starts" not in plain.stderr
+
+
+@pytest.mark.parametrize("wait", ["-1", "nan"])
+def test_stop_with_a_bad_wait_is_refused_and_leaves_the_daemon_running(
+    daemon: DaemonProc, wait: str
+) -> None:
+    out = wikimem("stop", "--socket", str(daemon.sock), "--wait", wait)
+    assert out.returncode == 2
+    assert out.stderr.startswith("wikimem-watch: --wait ") and "still stopping" not in out.stderr
+    assert daemon.proc.poll() is None and daemon.result("status")["state"] == "ready"

@@ -48,7 +48,15 @@ def _announce(line: str, problem: bool) -> None:
     print(f"wikimem-watch: {line}", file=sys.stderr if problem else sys.stdout, flush=True)
 
 
+def _check_wait(wait_s: float) -> None:
+    """``--wait`` of ``stop`` and ``check``, told before the daemon is asked anything (a
+    ``stop --wait -1`` stopped the daemon, then said it was "still stopping after -1.0s")."""
+    if not (math.isfinite(wait_s) and wait_s >= 0):
+        raise BadRequest(f"--wait {wait_s!r}: expected seconds >= 0")
+
+
 def stop_command(args: argparse.Namespace) -> int:
+    _check_wait(args.wait)
     with connect_args(args) as client:
         path = client.path
         reply = obj(client.call("shutdown"))
@@ -93,6 +101,7 @@ def check_command(args: argparse.Namespace) -> int:
     Vault warnings are printed only with ``--verbose`` (``serve`` printed them once when it
     started, and ``status`` lists them).
     """
+    _check_wait(args.wait)
     config = config_from_args(args)
     try:
         client = connect_args(args)
