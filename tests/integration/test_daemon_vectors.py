@@ -127,6 +127,7 @@ def test_embed_method_without_an_embedder_is_a_clear_error(daemon: DaemonProc) -
     assert reply["error"]["code"] == -32001 and "--embed" in reply["error"]["message"]
     out = wikimem("embed", "--socket", str(daemon.sock))
     assert out.returncode == 2 and "embeddings are off" in out.stderr
+    assert "--embed local|http|hash" in out.stderr  # every embedder, as `embed` in-process says
 
 
 @pytest.mark.timeout(120)

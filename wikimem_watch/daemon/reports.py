@@ -84,7 +84,8 @@ class DaemonReports:
             )
         if self.engine.vectors is None:
             raise ConfigError(
-                "embeddings are off: serve with --embed local|http (or set embed in config.toml)"
+                "embeddings are off: serve with --embed local|http|hash "
+                "(or set embed in config.toml)"
             )
         self.engine.sync_vectors(rebuild=rebuild)
         return self.engine.vectors.status()
