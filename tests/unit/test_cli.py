@@ -130,6 +130,8 @@ def test_no_result_exits_1() -> None:
         (("query", "--vault", str(EXAMPLE), "--tags", ",", "x"), "--tags ','"),
         (("query", "--vault", str(EXAMPLE), "--kinds", "", "x"), "--kinds ''"),
         (("query", "--vault", str(EXAMPLE), "--time-range", "", "x"), "time_range: empty"),
+        (("watch-changes", "--vault", str(EXAMPLE), "--paths", ""), "--paths ''"),
+        (("watch-changes", "--vault", str(EXAMPLE), "--kinds", ","), "--kinds ','"),
     ],
 )
 def test_errors_are_one_line_without_traceback(args: tuple[str, ...], needle: str) -> None:

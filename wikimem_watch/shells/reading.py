@@ -238,7 +238,7 @@ def split_csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _csv_flag(name: str, value: str) -> list[str]:
+def csv_flag(name: str, value: str) -> list[str]:
     """A given ``--paths``/``--tags``/``--kinds``: an empty one (``--paths "$UNSET"``) is an
     error, not a silent "no filter" that searches the whole vault."""
     items = split_csv(value) or []
@@ -257,7 +257,7 @@ def request_from_args(args: argparse.Namespace) -> dict[str, object]:
             req[name] = getattr(args, name)
     for name in ("kinds", "paths", "tags"):
         if getattr(args, name) is not None:
-            req[name] = _csv_flag(name, getattr(args, name))
+            req[name] = csv_flag(name, getattr(args, name))
     if args.no_parse_time:
         req["parse_time"] = False
     if args.no_links:

@@ -17,6 +17,7 @@ from ..errors import BadRequest, DaemonUnavailable
 from .access import config_from_args, connect_args, daemon_or_none
 from .client import call_sent
 from .output import EXIT_OK, print_json
+from .reading import csv_flag
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -132,10 +133,9 @@ def watch_command(args: argparse.Namespace) -> int:
     params: dict[str, object] = {}
     if args.q:
         params["q"] = args.q
-    if args.paths:
-        params["paths"] = [p.strip() for p in args.paths.split(",") if p.strip()]
-    if args.kinds:
-        params["kinds"] = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    for name in ("paths", "kinds"):  # an empty one is an error, as for query
+        if getattr(args, name) is not None:
+            params[name] = csv_flag(name, getattr(args, name))
     client = connect_args(args)
     sock = client._sock
     sock.settimeout(None)
