@@ -3,6 +3,7 @@ a write must never do to a person's bytes, whatever the file and the timing."""
 
 from __future__ import annotations
 
+import errno
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -190,4 +191,17 @@ def test_a_writer_waits_for_the_daemon_s_writers_and_gives_up_with_nothing_writt
             VaultWriter(tmp_path).upsert_wiki("p", "Cy", "c")  # ...an exclusive one does
     assert note.read_text(encoding="utf-8") == PEOPLE
     VaultWriter(tmp_path).upsert_wiki("p", "Cy", "c")  # released: it goes through
+    assert "## Cy\n" in note.read_text(encoding="utf-8")
+
+
+def test_a_file_system_without_flock_is_written_without_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    note = wiki(tmp_path, PEOPLE)
+
+    def no_flock(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(writes.fcntl, "flock", no_flock)
+    VaultWriter(tmp_path).upsert_wiki("p", "Cy", "c")
     assert "## Cy\n" in note.read_text(encoding="utf-8")

@@ -67,8 +67,8 @@ def vault_lock(root: Path, *, shared: bool = False) -> Iterator[None]:
     MCP server, two scripts) lost items that way. Writers that share a process with no daemon
     take the lock exclusive, so they take turns; the daemon's writers take it shared (they
     already take turns per file) and so exclude those. Editors take no lock: they are what
-    the compare-and-swap is for. A folder that cannot be opened is written without the lock
-    (the write itself then reports what is wrong)."""
+    the compare-and-swap is for. A folder that cannot be opened or locked (a file system
+    without ``flock``) is written without the lock, as before it existed."""
     try:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
@@ -89,6 +89,9 @@ def vault_lock(root: Path, *, shared: bool = False) -> Iterator[None]:
                         "written, try again"
                     ) from None
                 time.sleep(0.005)
+            except OSError as exc:  # a file system without flock (some network mounts)
+                log.debug("%s: no advisory write lock (%s); writing without it", root, exc)
+                break
         yield
     finally:
         os.close(fd)  # releases the lock
