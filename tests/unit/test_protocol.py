@@ -202,6 +202,9 @@ def test_reindex_passes_dry_run_to_the_service(service: FakeService) -> None:
         ("query", {"k": 3}, BadRequest.code),
         ("query", {"q": "x", "k": "many"}, INVALID_PARAMS),
         ("day", {"date": "yesterday"}, INVALID_PARAMS),
+        ("day", {"date": "20260720"}, INVALID_PARAMS),  # fromisoformat's other forms
+        ("day", {"date": "2026-W29-1"}, INVALID_PARAMS),
+        ("days", {"start": "2026-W29-1"}, INVALID_PARAMS),
         ("day", {}, INVALID_PARAMS),
         ("days", {"start": 5}, INVALID_PARAMS),
         ("days", {"start": "2026-11-20", "end": "2026-11-01"}, INVALID_PARAMS),

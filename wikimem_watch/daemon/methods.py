@@ -9,6 +9,7 @@ and returns a JSON-ready object. There is no retrieval logic here: ``query`` is 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from datetime import date
 from typing import TYPE_CHECKING, Protocol
@@ -65,14 +66,19 @@ def _str(params: Params, name: str, required: bool = True) -> str | None:
     return value
 
 
+ISO_DAY = re.compile("[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
 def _day(params: Params, name: str, required: bool = True) -> str | None:
     value = _str(params, name, required)
     if value is None:
         return None
     try:
-        return date.fromisoformat(value).isoformat()
+        if ISO_DAY.fullmatch(value):  # not fromisoformat's other forms: 20260721, 2026-W29-1
+            return date.fromisoformat(value).isoformat()
     except ValueError:
-        raise BadRequest(f'"{name}" must be a date like 2026-07-21, got {value!r}') from None
+        pass
+    raise BadRequest(f'"{name}" must be a date like 2026-07-21, got {value!r}')
 
 
 def _bool(params: Params, name: str) -> bool:

@@ -8,6 +8,7 @@ field is a :class:`BadRequest` (``-32602``) naming the field and the expected sh
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -117,6 +118,9 @@ def _zone(name: str | None) -> str | None:
     return name
 
 
+ISO_DAY = re.compile("[0-9]{4}-[0-9]{2}-[0-9]{2}")  # the one date form requests take
+
+
 def parse_date(value: object, field: str) -> date:
     """A whole ISO date, or the day of a whole ISO date-time ("2026-11-01T10:00"); anything
     else is refused, never read by its first ten characters ("2026-11-0199" is no date)."""
@@ -124,7 +128,9 @@ def parse_date(value: object, field: str) -> date:
         raise BadRequest(f"{field}: expected a date 'YYYY-MM-DD', got {_short(value)}")
     text = value.strip()
     try:
-        if len(text) == 10:
+        if not ISO_DAY.fullmatch(text[:10]):  # not 2026-W29-1, fromisoformat's week date
+            pass
+        elif len(text) == 10:
             return date.fromisoformat(text)
         if len(text) > 10 and text[10] in "T ":
             return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
