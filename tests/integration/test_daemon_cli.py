@@ -299,3 +299,26 @@ def test_stop_with_a_bad_wait_is_refused_and_leaves_the_daemon_running(
     assert out.returncode == 2
     assert out.stderr.startswith("wikimem-watch: --wait ") and "still stopping" not in out.stderr
     assert daemon.proc.poll() is None and daemon.result("status")["state"] == "ready"
+
+
+def test_check_compares_the_folders_status_lists_as_not_entered(
+    vault: Path, tmp_path: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """A symlinked folder leading outside is listed in ``status``; the watcher does not
+    report its removal (not a note), so ``check`` must: it said "ok" while ``status`` still
+    listed the link."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "o.md").write_text("out there\n", encoding="utf-8")
+    (vault / "linked").symlink_to(outside, target_is_directory=True)
+    daemon = start_daemon(vault)
+    args = ("check", "--vault", str(vault), "--socket", str(daemon.sock))
+    assert wikimem(*args).returncode == 0
+    (vault / "linked").unlink()
+    if "linked" not in [s["path"] for s in daemon.result("status")["skipped"]]:
+        pytest.skip("the watcher reported the symlink's removal: nothing stale to check")
+    stale = wikimem(*args)
+    assert stale.returncode == 1, stale.stdout
+    assert "skipped differs:   linked" in stale.stdout
+    daemon.result("reindex")
+    assert wikimem(*args).returncode == 0

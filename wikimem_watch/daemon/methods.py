@@ -190,7 +190,8 @@ def m_file_digests(service: Service, params: Params) -> object:
             "digest": engine.digest(),
             "generation": engine.generation,
             "files": engine.file_digests(),
-            "skipped": dict(engine.skipped),
+            # as ``status`` lists them: ``check`` compares both with a fresh scan
+            "skipped": {**engine.skipped, **engine.linked_dirs},
         }
 
 
