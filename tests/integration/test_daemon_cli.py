@@ -322,3 +322,21 @@ def test_check_compares_the_folders_status_lists_as_not_entered(
     assert "skipped differs:   linked" in stale.stdout
     daemon.result("reindex")
     assert wikimem(*args).returncode == 0
+
+
+def test_check_scans_the_notes_the_daemon_indexes_not_the_flags_given_to_check(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """A daemon served with ``--exclude 'wiki/*'`` was reported "missing in daemon:
+    wiki/people.md" (exit 1) by a plain ``check``: the fresh scan took every note."""
+    daemon = start_daemon(vault, "--exclude", "wiki/*")
+    args = ("check", "--vault", str(vault), "--socket", str(daemon.sock))
+    plain = wikimem(*args)
+    assert plain.returncode == 0, plain.stdout
+    assert plain.stdout.startswith("ok: 1 files, 1 entries")
+    other = wikimem(*args, "--exclude", "diary/*")
+    assert other.returncode == 0, other.stdout
+    (vault / "diary" / "2026-07-20.md").unlink()
+    (vault / "wiki" / "places.md").write_text("## Harbour\nboats\n", encoding="utf-8")
+    eventually(lambda: daemon.result("status")["files"] == 0, "the diary file dropped")
+    assert wikimem(*args).stdout.startswith("ok: 0 files, 0 entries")

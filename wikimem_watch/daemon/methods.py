@@ -192,7 +192,19 @@ def m_file_digests(service: Service, params: Params) -> object:
             "files": engine.file_digests(),
             # as ``status`` lists them: ``check`` compares both with a fresh scan
             "skipped": {**engine.skipped, **engine.linked_dirs},
+            "notes": _note_selection(engine),
         }
+
+
+def _note_selection(engine: Engine) -> dict[str, object]:
+    """Which files the daemon takes for notes (its flags and environment, not the caller's):
+    ``check`` scans with the same, or it would call every file it leaves out missing."""
+    config = engine.config
+    return {
+        "include": list(config.include),
+        "exclude": list(config.exclude),
+        "follow_external_symlinks": config.follow_external_symlinks,
+    }
 
 
 def m_reindex(service: Service, params: Params) -> object:

@@ -221,6 +221,10 @@ def _stop(sub: Any) -> None:
 def _check(sub: Any) -> None:
     help_ = "compare the daemon's index with a fresh scan"
     c = _register(sub, "check", help_, "commands.check_command")
+    c.description = (
+        f"{help_} of the notes it indexes (the daemon's --include, --exclude and "
+        "--follow-external-symlinks, whatever is given here)"
+    )
     _add_index_flags(c)
     c.add_argument("--wait", type=float, default=10.0, help="seconds to wait for quiet")
     c.add_argument("--verbose", action="store_true", help="also print the vault's parse warnings")

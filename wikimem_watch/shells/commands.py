@@ -6,6 +6,7 @@ are in ``reading``; how a command reaches a daemon or an engine is in ``access``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -21,6 +22,7 @@ TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..config import Config
     from ..core.engine import Engine
 
 
@@ -120,7 +122,8 @@ def check_command(args: argparse.Namespace) -> int:
                 break
             time.sleep(0.05)
         remote = obj(client.call("file_digests"))
-    local = open_engine(config, snapshot=False)  # a fresh scan: trust no cache
+    # a fresh scan that trusts no cache, of the notes the daemon indexes
+    local = open_engine(_daemon_selection(config, remote.get("notes")), snapshot=False)
     if args.verbose:
         for path, warnings in sorted(local.warnings().items()):
             for warning in warnings:
@@ -131,6 +134,19 @@ def check_command(args: argparse.Namespace) -> int:
         )
         return 0
     return _differences(remote, local)
+
+
+def _daemon_selection(config: Config, notes: object) -> Config:
+    """``config`` with the daemon's ``include``/``exclude``/``follow_external_symlinks``:
+    a daemon served with ``--exclude 'wiki/*'`` was said to miss every wiki note."""
+    if not isinstance(notes, dict):  # an older daemon: the flags given to check
+        return config
+    return dataclasses.replace(
+        config,
+        include=tuple(notes["include"]),
+        exclude=tuple(notes["exclude"]),
+        follow_external_symlinks=bool(notes["follow_external_symlinks"]),
+    )
 
 
 def _differences(remote: dict[str, Any], local: Engine) -> int:
