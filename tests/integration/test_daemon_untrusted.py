@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from daemon_harness import DaemonProc, eventually, short_socket_path
+from daemon_harness import DaemonProc, eventually, short_socket_path, wikimem
 
 from tests.conftest import held
 from wikimem_watch.config import load_config
@@ -250,3 +250,23 @@ def test_a_stop_while_a_change_is_applied_still_saves_the_snapshot(
 
     monkeypatch.setattr(daemon, "_apply_changes", apply_until_stopped)
     _stop_when_ready_and_find_the_snapshot(daemon, change_in_hand)
+
+
+def test_check_against_a_daemon_still_scanning_compares_nothing_and_says_so(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``check --wait 0`` during the first scan said "daemon index differs from a fresh
+    scan" and listed every note as missing (exit 1): the index was only unfinished."""
+    config = load_config(vault, {"snapshot_dir": str(tmp_path / "snap")})
+    daemon = Daemon(config, socket_path=short_socket_path(), force_polling=True)
+    reading, release = held(monkeypatch, daemon.engine, "apply")
+    with running(daemon, release):
+        assert reading.wait(10)
+        args = ("check", "--vault", str(vault), "--socket", str(daemon.socket_path))
+        out = wikimem(*args, "--wait", "0")
+        assert out.returncode == 2, out.stdout
+        assert "missing in daemon" not in out.stdout
+        assert "still reading the vault (status: scanning) after --wait 0s" in out.stderr
+        release.set()
+        eventually(lambda: daemon.status()["state"] == "ready", "ready after the scan")
+        assert wikimem(*args).returncode == 0

@@ -99,7 +99,8 @@ def _alive(pid: object) -> bool:
 def check_command(args: argparse.Namespace) -> int:
     """Compare the daemon's index with a fresh in-process scan: 0 equal, 1 different.
 
-    With no daemon there is nothing to compare: that is said, and the exit status is 2.
+    With no daemon there is nothing to compare, nor with one still reading the vault after
+    ``--wait``: that is said, and the exit status is 2.
     Vault warnings are printed only with ``--verbose`` (``serve`` printed them once when it
     started, and ``status`` lists them).
     """
@@ -121,6 +122,11 @@ def check_command(args: argparse.Namespace) -> int:
             if quiet or time.monotonic() >= deadline:
                 break
             time.sleep(0.05)
+        if status["state"] != "ready":  # half an index: every file not read yet "differs"
+            raise DaemonUnavailable(
+                f"the daemon is still reading the vault (status: {status['state']}) after "
+                f"--wait {args.wait:g}s: nothing compared; wait longer with --wait SECONDS"
+            )
         remote = obj(client.call("file_digests"))
     # a fresh scan that trusts no cache, of the notes the daemon indexes
     local = open_engine(_daemon_selection(config, remote.get("notes")), snapshot=False)
