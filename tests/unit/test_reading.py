@@ -104,6 +104,21 @@ def test_status_in_process_lists_unresolved_links_but_not_image_embeds(vault: Pa
     assert "links    1 unresolved\n         [[places]] in wiki/people.md:3\n" in table
 
 
+def test_status_lists_20_skipped_and_warned_files_and_counts_them_all(vault: Path) -> None:
+    """1,000 binary notes made ``status`` one line (and one JSON object) per file."""
+    for i in range(25):
+        (vault / f"blob{i:02}.md").write_bytes(b"a\x00b")
+        (vault / "diary" / f"someday{i:02}.md").write_text("## x\nwhen?\n", encoding="utf-8")
+    status = json.loads(cli("status", "--vault", str(vault), "--in-process", "--json").stdout)
+    assert status["skipped_files"] == 25 and status["warned_files"] == 25
+    assert [s["path"] for s in status["skipped"]] == [f"blob{i:02}.md" for i in range(20)]
+    assert list(status["warnings"]) == [f"diary/someday{i:02}.md" for i in range(20)]
+    table = cli("status", "--vault", str(vault), "--in-process").stdout
+    assert table.count("\nskipped  ") == 20 and table.count("\nwarning  ") == 20
+    assert "… and 5 more skipped files (all: wikimem-watch reindex --dry-run)\n" in table
+    assert "… and 5 more warned files\n" in table
+
+
 def test_a_dry_run_without_a_daemon_lists_what_a_scan_would_index(vault: Path) -> None:
     write(vault, "wiki/blob.md", "")
     (vault / "wiki" / "blob.md").write_bytes(b"\x00binary")

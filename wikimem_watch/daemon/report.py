@@ -15,6 +15,10 @@ from ..config import Config
 from ..core.engine import Engine
 
 UNRESOLVED_SHOWN = 20  # status lists this many unresolved links (all are counted)
+# ... and this many skipped and warned files: a vault of 1,000 binary or mis-encoded notes
+# made ``status`` (and the MCP tool's answer) 150 kB, one line per file.
+SKIPPED_SHOWN = 20
+WARNED_SHOWN = 20
 
 
 def index_status(
@@ -28,6 +32,8 @@ def index_status(
     """The part of ``status`` that describes the index, the vault and its caches."""
     with engine.lock:
         counts = engine.counts()
+        skipped = sorted({**engine.skipped, **engine.linked_dirs}.items())
+        warned = sorted(engine.warnings().items())
         return {
             "state": state,
             "vault": str(config.vault),
@@ -36,11 +42,10 @@ def index_status(
             "version": __version__,
             "entries": {**counts, "total": sum(counts.values())},
             "files": len(engine.files),
-            "skipped": [
-                {"path": p, "reason": r}
-                for p, r in sorted({**engine.skipped, **engine.linked_dirs}.items())
-            ],
-            "warnings": engine.warnings(),
+            "skipped_files": len(skipped),
+            "skipped": [{"path": p, "reason": r} for p, r in skipped[:SKIPPED_SHOWN]],
+            "warned_files": len(warned),
+            "warnings": dict(warned[:WARNED_SHOWN]),
             "config_warnings": list(config.warnings),
             "cache": {
                 "path": str(config.cache_path),

@@ -243,6 +243,13 @@ def vectors_line(status: dict[str, Any]) -> str:
     )
 
 
+def _more(total: int, shown: int, what: str, lists_all: str | None) -> None:
+    """The line after a list ``status`` cut short: how many more, and what lists them all."""
+    if total > shown:
+        hint = f" (all: wikimem-watch {lists_all})" if lists_all else ""
+        print(f"         … and {total - shown} more {what} files{hint}")
+
+
 def print_status(status: dict[str, Any]) -> None:
     """``status`` as a short report (the daemon's, or an in-process scan's)."""
     entries = status["entries"]
@@ -266,9 +273,13 @@ def print_status(status: dict[str, Any]) -> None:
         print(f"         … and {status['unresolved_links'] - len(shown)} more")
     for item in status["skipped"]:
         print(f"skipped  {item['path']}: {item['reason']}")
+    _more(status.get("skipped_files", 0), len(status["skipped"]), "skipped", "reindex --dry-run")
     for path, warnings in sorted(status["warnings"].items()):
         for warning in warnings:
             print(f"warning  {path}: {warning}")
+    # ``check --verbose`` prints every warning, with a daemon to check
+    lists_all = "check --verbose" if "socket" in status else None
+    _more(status.get("warned_files", 0), len(status["warnings"]), "warned", lists_all)
     for warning in status.get("config_warnings", []):
         print(f"config   {warning}")
     print(f"vectors  {vectors_line(status['vectors'])}")
