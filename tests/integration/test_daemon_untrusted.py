@@ -270,3 +270,18 @@ def test_check_against_a_daemon_still_scanning_compares_nothing_and_says_so(
         release.set()
         eventually(lambda: daemon.status()["state"] == "ready", "ready after the scan")
         assert wikimem(*args).returncode == 0
+
+
+def test_a_note_skipped_while_running_is_logged_once_like_a_parse_warning(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """A note made binary (or a FIFO) after the start was dropped from the index without a
+    line in the daemon's log, while a bad-UTF-8 edit is logged."""
+    daemon = start_daemon(vault)
+    (vault / "wiki" / "people.md").write_bytes(b"Ann\x00")
+    os.mkfifo(vault / "wiki" / "pipe.md")
+    eventually(lambda: len(skipped(daemon)) == 2, "both skipped")
+    line = "WARNING skipped wiki/people.md: binary file (NUL bytes)"
+    eventually(lambda: line in daemon.output(), "the binary note logged")
+    assert "WARNING skipped wiki/pipe.md: not a regular file (named pipe)" in daemon.output()
+    assert daemon.output().count(line) == 1

@@ -214,8 +214,18 @@ class VaultScans:
             paths.update(self._under(rel))
         self._reported(changes, paths)
         stats = self._apply(sorted(paths), external=True)
+        self._log_skipped(stats.skipped)
         if stats.changed or stats.removed:
             log.debug("applied %d changed, %d removed", len(stats.changed), len(stats.removed))
+
+    def _log_skipped(self, paths: Iterable[str]) -> None:
+        """Log the files a change left out of the index, as a parse warning is: the first
+        scan's are told with the ready line, and a note made binary or a FIFO later was
+        dropped without a word in the log."""
+        for rel in paths:
+            reason = self.engine.skipped.get(rel)
+            if reason is not None:
+                log.warning("skipped %s: %s", rel, reason)
 
     def _under(self, rel_dir: str) -> list[str]:
         """Indexed paths below a moved/deleted/created directory, plus the notes now there;
@@ -251,6 +261,7 @@ class VaultScans:
         suspect = {p for p, key in now.items() if old.get(p) != key or p not in known}
         suspect |= known - set(now)
         stats = self._apply(sorted(suspect), external=True)
+        self._log_skipped(stats.skipped)
         self._stats = now
         self._last_rescan = time.monotonic()
         if stats.changed or stats.removed:
