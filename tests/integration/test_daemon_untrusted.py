@@ -285,3 +285,23 @@ def test_a_note_skipped_while_running_is_logged_once_like_a_parse_warning(
     eventually(lambda: line in daemon.output(), "the binary note logged")
     assert "WARNING skipped wiki/pipe.md: not a regular file (named pipe)" in daemon.output()
     assert daemon.output().count(line) == 1
+
+
+def test_a_dry_run_during_the_first_scan_is_refused_not_a_list_of_every_file(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``reindex --dry-run`` during the first scan listed every file not read yet as changed
+    (4000 of a 4000-note vault, asked before the scan took the index), or waited for the
+    whole scan: it is refused, as ``embed`` is."""
+    config = load_config(vault, {"snapshot_dir": str(tmp_path / "snap")})
+    daemon = Daemon(config, socket_path=short_socket_path(), force_polling=True)
+    reading, release = held(monkeypatch, daemon.engine, "apply")
+    with running(daemon, release):
+        assert reading.wait(10)
+        args = ("reindex", "--dry-run", "--vault", str(vault), "--socket", str(daemon.socket_path))
+        out = wikimem(*args)
+        assert out.returncode == 2 and "would change" not in out.stdout
+        assert "still reading the vault (status: scanning)" in out.stderr
+        release.set()
+        eventually(lambda: daemon.status()["state"] == "ready", "ready after the scan")
+        assert "a rescan would change: 0 changed" in wikimem(*args).stdout

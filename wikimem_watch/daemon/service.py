@@ -30,7 +30,7 @@ from pathlib import Path
 from ..config import Config, cache_dir_problem
 from ..core.engine import Engine
 from ..core.plan import plan_scan
-from ..errors import ConfigError
+from ..errors import ConfigError, WatchError
 from .journal import Journal
 from .methods import STOP_AFTER_REPLY
 from .reports import DaemonReports
@@ -496,6 +496,11 @@ class Daemon(VaultScans, DaemonReports):
 
     def reindex(self, dry_run: bool = False) -> dict[str, object]:
         if dry_run:
+            if self.state == "scanning":  # against half an index every unread file "changed"
+                raise WatchError(
+                    "the daemon is still reading the vault (status: scanning); "
+                    "ask for a dry run once it is ready"
+                )
             return plan_scan(self.engine)  # reads only; appliers wait on the apply lock
         job = _Job("reindex")
         self._changes.put(job)
