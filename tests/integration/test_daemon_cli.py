@@ -340,3 +340,17 @@ def test_check_scans_the_notes_the_daemon_indexes_not_the_flags_given_to_check(
     (vault / "wiki" / "places.md").write_text("## Harbour\nboats\n", encoding="utf-8")
     eventually(lambda: daemon.result("status")["files"] == 0, "the diary file dropped")
     assert wikimem(*args).stdout.startswith("ok: 0 files, 0 entries")
+
+
+def test_reindex_in_process_is_refused_not_sent_to_the_running_daemon(
+    vault: Path, daemon: DaemonProc
+) -> None:
+    """``reindex --in-process`` ("do not use a running daemon") rescanned the running daemon
+    (exit 0, "reindexed: ..."); with ``--dry-run`` it is the in-process plan."""
+    args = ("reindex", "--vault", str(vault), "--socket", str(daemon.sock), "--in-process")
+    refused = wikimem(*args)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "reindex --in-process: a rescan is a running daemon's" in refused.stderr
+    planned = wikimem(*args, "--dry-run")
+    assert planned.returncode == 0
+    assert planned.stdout.startswith("a rescan would change: 2 changed, 0 removed, 0 unchanged")

@@ -211,6 +211,11 @@ def _as_typed(path: str, vault: Path | None) -> str:
 
 
 def reindex_command(args: argparse.Namespace) -> int:
+    if args.in_process and not args.dry_run:  # it reindexed the running daemon all the same
+        raise BadRequest(
+            "reindex --in-process: a rescan is a running daemon's; without one, "
+            "--dry-run lists what a scan would index"
+        )
     if not args.dry_run:
         stats = call(args, "reindex")  # a rescan is a daemon's: no daemon, nothing to rescan
         if "error" in stats:
