@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 from daemon_harness import DaemonProc, Rpc, eventually, short_socket_path, wikimem
+from test_daemon_untrusted import running
 
+from tests.conftest import FakeObserver
 from wikimem_watch.config import load_config
 from wikimem_watch.daemon.runtime import default_socket_path, lock_path
+from wikimem_watch.daemon.service import Daemon
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -261,13 +264,25 @@ def test_cli_commands_go_through_the_daemon(daemon: DaemonProc) -> None:
     assert daemon.proc.poll() == 0  # gone when stop says so: `stop && serve` is safe
 
 
-def test_check_lists_the_files_that_differ(daemon: DaemonProc) -> None:
-    # a fresh scan that leaves wiki/ out disagrees with the daemon about wiki/people.md
-    v, s = str(daemon.vault), str(daemon.sock)
-    result = wikimem("check", "--vault", v, "--socket", s, "--exclude", "wiki/*")
+def test_check_lists_the_files_that_differ(vault: Path, tmp_path: Path) -> None:
+    # a watcher that reports nothing (and no safety rescan): the daemon misses both changes
+    config = load_config(vault, {"snapshot_dir": str(tmp_path / "snap")})
+    daemon = Daemon(
+        config,
+        socket_path=short_socket_path(),
+        safety_rescan_s=0,
+        observer_factory=FakeObserver,
+    )
+    with running(daemon):
+        eventually(lambda: daemon.state == "ready", "ready")
+        (vault / "wiki" / "people.md").unlink()
+        (vault / "diary" / "2026-07-21.md").write_text("## 09:00\ntea\n", encoding="utf-8")
+        v, s = str(vault), str(daemon.socket_path)
+        result = wikimem("check", "--vault", v, "--socket", s)
     assert result.returncode == 1
     assert "stale in daemon:   wiki/people.md" in result.stdout
-    assert "diary/" not in result.stdout
+    assert "missing in daemon: diary/2026-07-21.md" in result.stdout
+    assert "diary/2026-07-20.md" not in result.stdout
 
 
 def test_without_a_daemon_query_answers_in_process_and_says_so(vault: Path) -> None:
