@@ -244,3 +244,38 @@ def test_a_folder_that_cannot_be_read_is_reported_not_silently_left_out(
     assert engine.linked_dirs == {
         "wiki": "folder not readable (Permission denied); its notes are not indexed"
     }
+
+
+def test_a_folder_made_unreadable_drops_its_notes_as_a_fresh_scan_leaves_them_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``chmod 000 wiki/`` after the notes were indexed: a rescan (``reindex``, the safety
+    rescan) re-reads the notes it knew, and must not keep them as skipped "permission
+    denied" where a fresh scan does not list them at all (simulated: tests may run as root)."""
+    write(tmp_path, "diary/2026-01-01.md", "# 2026-01-01\n\n## 08:00\n\ntea\n")
+    write(tmp_path, "wiki/people.md", "## Ann\n\nsails\n")
+    engine = Engine(load_config(tmp_path))
+    engine.scan()
+    wiki = str(tmp_path / "wiki")
+    real_scandir, real_stat = os.scandir, os.stat
+
+    def denied(path: object) -> bool:
+        return str(path) == wiki or str(path).startswith(wiki + os.sep)
+
+    def scandir(path: object = ".") -> object:
+        if denied(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    def stat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        if denied(path) and str(path) != wiki:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "stat", stat)
+    engine.scan()
+    assert engine.skipped == fresh(tmp_path).skipped == {}
+    assert list(engine.files) == ["diary/2026-01-01.md"]
+    with pytest.raises(FileNotFoundError):
+        read_note(tmp_path, "wiki/people.md")

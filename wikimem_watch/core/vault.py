@@ -178,7 +178,14 @@ def read_note(
             f"symlink to {real}, outside the vault; not read "
             "(set follow_external_symlinks to index it)"
         )
-    raw = _read_regular(rel, real)
+    try:
+        raw = _read_regular(rel, real)
+    except SkipFile:
+        if not _walk_lists(root, rel):
+            # In a folder the walk cannot list: not a note of the vault (``iter_notes``
+            # names the folder in ``linked_dirs``), as a fresh scan sees it.
+            raise FileNotFoundError(rel) from None
+        raise
     if b"\x00" in raw:
         raise SkipFile("binary file (NUL bytes)")
     try:
@@ -186,6 +193,19 @@ def read_note(
     except UnicodeDecodeError as exc:
         text = raw.decode("utf-8", errors="replace")
         return NoteText(text, f"invalid UTF-8 at byte {exc.start}; bad bytes replaced", target)
+
+
+def _walk_lists(root: Path, rel: str) -> bool:
+    """True when every folder from ``root`` down to ``rel``'s own can be listed, as
+    ``iter_notes`` lists them (asked only when a read failed: a ``scandir`` per folder)."""
+    parts = rel.split("/")[:-1]
+    for depth in range(len(parts) + 1):
+        try:
+            with os.scandir(os.path.join(root, *parts[:depth])):
+                pass
+        except OSError:
+            return False
+    return True
 
 
 def _through_linked_dir(path: str, real_root: str, rel: str) -> bool:
