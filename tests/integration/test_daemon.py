@@ -389,3 +389,37 @@ def test_a_restart_starts_from_the_snapshot_and_rereads_only_changed_files(
     assert [h["id"] for h in hits] == ["wiki/people.md#Bob"]
     v, s = str(vault), str(second.sock)
     assert wikimem("check", "--vault", v, "--socket", s).returncode == 0
+
+
+def _permissions_hold(tmp_path: Path) -> bool:
+    """Whether this process is denied a folder it chmods to 000 (not as root with its
+    capabilities; ``setpriv --bounding-set=-dac_override,-dac_read_search`` is enough)."""
+    probe = tmp_path / "probe"
+    probe.mkdir(mode=0)
+    try:
+        os.listdir(probe)
+    except PermissionError:
+        return True
+    finally:
+        probe.chmod(0o755)
+    return False
+
+
+def test_a_folder_made_unreadable_and_readable_again_is_seen_at_once(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
+    if not _permissions_hold(tmp_path):
+        pytest.skip("this process reads any folder (root)")
+    rpc = daemon.rpc()
+    wiki = daemon.vault / "wiki"
+    v, s = str(daemon.vault), str(daemon.sock)
+    try:
+        wiki.chmod(0)
+        eventually(searchable(rpc, "sailing", set()), "notes of a folder made unreadable gone")
+        assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+        wiki.chmod(0o755)
+        eventually(searchable(rpc, "sailing", {"wiki/people.md"}), "its notes back")
+        assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+    finally:
+        wiki.chmod(0o755)
+        rpc.close()

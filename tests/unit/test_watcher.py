@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from watchdog.events import (
+    DirAttribEvent,
     DirCreatedEvent,
     DirDeletedEvent,
     DirModifiedEvent,
@@ -136,6 +137,22 @@ def test_directory_move_and_delete_are_directories_to_relist(root: Path) -> None
         change = flushed(watcher, out)
         assert change.dirs == {"notes/2025", "archive/2025", "scratch", "fresh"}
         assert not change.paths and not change.rescan
+    finally:
+        watcher.stop()
+
+
+def test_a_folder_chmod_is_a_directory_to_relist_but_the_vault_root_s_is_not(
+    root: Path,
+) -> None:
+    # ``chmod 000 wiki`` hides its notes from a scan, ``chmod 755`` shows them again; a touch
+    # of the vault folder itself is not worth a full rescan.
+    watcher, fake, out = make(root)
+    try:
+        fake.emit(DirAttribEvent(str(root / "wiki")))
+        fake.emit(DirAttribEvent(str(root)))
+        fake.emit(DirAttribEvent(str(root / ".obsidian")))
+        change = flushed(watcher, out)
+        assert change.dirs == {"wiki"} and not change.paths and not change.rescan
     finally:
         watcher.stop()
 

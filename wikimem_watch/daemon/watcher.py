@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from watchdog.events import (
+    DirAttribEvent,
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
@@ -50,6 +51,7 @@ WATCHED_EVENTS = (
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
+    DirAttribEvent,  # a folder made (un)readable: its notes come and go, as a scan sees them
 )
 _OVERFLOW_LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
 
@@ -280,6 +282,8 @@ class Watcher(FileSystemEventHandler):
         if isinstance(event, FileMovedEvent | DirMovedEvent) and event.dest_path:
             ends.append(event.dest_path)
         rels = [r for r in (self._rel(os.fsdecode(p)) for p in ends) if r is not None]
+        if isinstance(event, DirAttribEvent) and rels == [""]:
+            return [], []  # the vault's own mode or mtime: not worth a full rescan
         if event.is_directory:
             return [], [r for r in rels if self._visible_dir(r)]
         return [r for r in rels if self.accepts(r)], []
