@@ -44,6 +44,17 @@ def test_a_note_path_is_read_as_people_type_it(engine: Engine, typed: str) -> No
     assert resolve_note_path(engine, typed) == "wiki/people.md"
 
 
+def test_a_note_whose_name_starts_with_a_space_is_found_by_its_path(tmp_path: Path) -> None:
+    # Sync tools and file managers keep such names; the note is indexed and searchable.
+    root = tmp_path / "v"
+    write(root, " draft.md", "## d\ndraft\n")
+    write(root, "wiki/ idea.md", "## i\nidea\n")
+    found = Engine(load_config(root))
+    found.scan()
+    assert resolve_note_path(found, " draft.md") == " draft.md"
+    assert resolve_note_path(found, "wiki/ idea.md") == "wiki/ idea.md"
+
+
 def test_an_absolute_path_inside_the_vault_is_made_vault_relative(engine: Engine) -> None:
     assert resolve_note_path(engine, str(engine.root / "wiki" / "people.md")) == "wiki/people.md"
 

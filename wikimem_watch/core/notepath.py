@@ -27,6 +27,9 @@ def resolve_note_path(engine: Engine, raw: str) -> str:
 
     Raises BadRequest for a path outside the vault and NotFound when no note matches.
     """
+    with engine.lock:
+        if raw in engine.files:
+            return raw  # exactly a note's path: " draft.md" is a name, not a typo to strip
     text = raw.strip().replace(os.sep, "/")
     if text.lstrip("!").startswith("[[") and text.endswith("]]"):  # a link, pasted whole
         link = parse_link(text.lstrip("!")[2:-2], embed=False)
