@@ -417,9 +417,14 @@ def test_a_folder_made_unreadable_and_readable_again_is_seen_at_once(
         wiki.chmod(0)
         eventually(searchable(rpc, "sailing", set()), "notes of a folder made unreadable gone")
         assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+        skipped = rpc.result("status")["skipped"]
+        assert [(x["path"], x["reason"].split(" (")[0]) for x in skipped] == [
+            ("wiki", "folder not readable")
+        ]
         wiki.chmod(0o755)
         eventually(searchable(rpc, "sailing", {"wiki/people.md"}), "its notes back")
         assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+        assert rpc.result("status")["skipped"] == []  # not "its notes are not indexed"
     finally:
         wiki.chmod(0o755)
         rpc.close()

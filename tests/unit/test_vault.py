@@ -246,6 +246,26 @@ def test_a_folder_that_cannot_be_read_is_reported_not_silently_left_out(
     }
 
 
+def test_notes_below_names_the_folders_it_cannot_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, "wiki/ok/people.md", "## Ann\n\nsails\n")
+    write(tmp_path, "wiki/locked/plan.md", "## p\n\nship\n")
+    real = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    unreadable: dict[str, str] = {}
+    assert notes_below(tmp_path, "wiki", NoteFilter(), unreadable) == ["wiki/ok/people.md"]
+    assert notes_below(tmp_path, "wiki/locked", NoteFilter(), unreadable) == []
+    why = "folder not readable (Permission denied); its notes are not indexed"
+    assert unreadable == {"wiki/locked": why}
+
+
 def test_a_folder_made_unreadable_drops_its_notes_as_a_fresh_scan_leaves_them_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

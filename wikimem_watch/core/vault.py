@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_NOTE_BYTES = 8 * 1024 * 1024  # larger "notes" are exports or logs: skipped and reported
+UNREADABLE_DIR = "folder not readable"  # how a ``linked_dirs`` reason for one starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,7 @@ def iter_notes(
     def unreadable(exc: OSError) -> None:
         rel = os.path.relpath(exc.filename or top, top).replace(os.sep, "/")
         if linked_dirs is not None:
-            linked_dirs[rel] = f"folder not readable ({exc.strerror}); its notes are not indexed"
+            linked_dirs[rel] = f"{UNREADABLE_DIR} ({exc.strerror}); its notes are not indexed"
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
         base = Path(dirpath)
@@ -95,9 +96,13 @@ def iter_notes(
                 yield rel
 
 
-def notes_below(root: Path, rel_dir: str, note_filter: NoteFilter) -> list[str]:
+def notes_below(
+    root: Path, rel_dir: str, note_filter: NoteFilter, unreadable: dict[str, str] | None = None
+) -> list[str]:
     """The notes under the vault directory ``rel_dir`` (vault-relative paths); none when
-    ``rel_dir`` is reached through a symlink (its notes live elsewhere, or outside)."""
+    ``rel_dir`` is reached through a symlink (its notes live elsewhere, or outside).
+    ``unreadable``, when given, gets the folders at or below ``rel_dir`` that cannot be
+    listed (vault-relative path → reason, as ``iter_notes`` gives them)."""
     base = root / rel_dir
     real_root = os.path.realpath(root)
     if os.path.realpath(base) != os.path.join(real_root, *rel_dir.split("/")):
@@ -105,7 +110,13 @@ def notes_below(root: Path, rel_dir: str, note_filter: NoteFilter) -> list[str]:
     if not base.is_dir():
         return []
     prefix = rel_dir.rstrip("/") + "/"
-    return [prefix + rel for rel in iter_notes(base, note_filter)]
+    found: dict[str, str] = {}
+    notes = [prefix + rel for rel in iter_notes(base, note_filter, found)]
+    if unreadable is not None:
+        for rel, why in found.items():
+            if why.startswith(UNREADABLE_DIR):
+                unreadable[rel_dir if rel == "." else prefix + rel] = why
+    return notes
 
 
 class SkipFile(Exception):
