@@ -277,11 +277,14 @@ def test_check_lists_the_files_that_differ(vault: Path, tmp_path: Path) -> None:
         eventually(lambda: daemon.state == "ready", "ready")
         (vault / "wiki" / "people.md").unlink()
         (vault / "diary" / "2026-07-21.md").write_text("## 09:00\ntea\n", encoding="utf-8")
+        (vault / "wiki" / "a\nb.md").write_text("## x\nbody\n", encoding="utf-8")
         v, s = str(vault), str(daemon.socket_path)
         result = wikimem("check", "--vault", v, "--socket", s)
     assert result.returncode == 1
+    assert "from a fresh scan (3 differences):" in result.stdout
     assert "stale in daemon:   wiki/people.md" in result.stdout
     assert "missing in daemon: diary/2026-07-21.md" in result.stdout
+    assert "missing in daemon: wiki/a\\nb.md\n" in result.stdout  # one line, escaped
     assert "diary/2026-07-20.md" not in result.stdout
 
 

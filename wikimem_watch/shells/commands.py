@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import BadRequest, ConfigError, DaemonUnavailable
 from .access import config_from_args, connect_args, daemon_or_none, obj, open_engine
-from .output import EXIT_EMPTY, EXIT_OK, Progress, print_vectors, use_logging
+from .output import EXIT_EMPTY, EXIT_OK, Progress, print_vectors, shown, use_logging
 
 TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
 if TYPE_CHECKING:
@@ -166,8 +166,9 @@ def _differences(remote: dict[str, Any], local: Engine) -> int:
     ]
     skipped = set(remote["skipped"].items()) ^ set(_skipped(local).items())
     lines += [f"skipped differs:   {p}" for p in sorted({p for p, _ in skipped})]
-    print(f"daemon index differs from a fresh scan ({len(lines)} files):")
-    print("\n".join(f"  {line}" for line in lines))
+    # A path may hold a newline or an escape sequence: printed escaped, each line is one path.
+    print(f"daemon index differs from a fresh scan ({len(lines)} differences):")
+    print("\n".join(f"  {shown(line)}" for line in lines))
     return 1
 
 
