@@ -56,6 +56,8 @@ class EngineReads:
     _term_ids: dict[int, tuple[bytes, array[int]]]  # slot → (content hash, its term ids)
     _term_ids_at: int  # ``index.forgotten`` when they were read
     files: dict[str, FileRecord]
+    skipped: dict[str, str]
+    linked_dirs: dict[str, str]
     days: dict[str, array[int]]
     _names: Names | None
     _digest: int
@@ -254,6 +256,13 @@ class EngineReads:
     def warnings(self) -> dict[str, list[str]]:
         with self.lock:
             return {p: list(r.warnings) for p, r in self.files.items() if r.warnings}
+
+    def left_out(self) -> dict[str, str]:
+        """What the last scan left out, path → why: the files it skipped and the folders it
+        did not enter (a symlink leading outside, a folder it cannot list). ``status`` lists
+        it and ``check`` compares it with a fresh scan's."""
+        with self.lock:
+            return {**self.skipped, **self.linked_dirs}
 
 
 class EntriesView(Mapping[str, Entry]):

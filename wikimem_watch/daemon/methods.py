@@ -9,7 +9,6 @@ and returns a JSON-ready object. There is no retrieval logic here: ``query`` is 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from datetime import date
 from typing import TYPE_CHECKING, Protocol
@@ -19,6 +18,7 @@ from ..core.engine import Engine
 from ..core.models import Entry
 from ..core.notepath import resolve_note_path
 from ..errors import BadRequest
+from ..retrieval.request import ISO_DAY
 from .protocol import METHOD_NOT_FOUND, PROTOCOL_VERSION, ProtocolError
 from .write_methods import WRITE_METHODS
 
@@ -64,9 +64,6 @@ def _str(params: Params, name: str, required: bool = True) -> str | None:
     if not isinstance(value, str) or not value:
         raise BadRequest(f'"{name}" must be a non-empty string, got {value!r}')
     return value
-
-
-ISO_DAY = re.compile("[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def _day(params: Params, name: str, required: bool = True) -> str | None:
@@ -190,8 +187,7 @@ def m_file_digests(service: Service, params: Params) -> object:
             "digest": engine.digest(),
             "generation": engine.generation,
             "files": engine.file_digests(),
-            # as ``status`` lists them: ``check`` compares both with a fresh scan
-            "skipped": {**engine.skipped, **engine.linked_dirs},
+            "skipped": engine.left_out(),  # as ``status`` lists it; ``check`` compares it
             "notes": _note_selection(engine),
         }
 

@@ -32,7 +32,7 @@ def index_status(
     """The part of ``status`` that describes the index, the vault and its caches."""
     with engine.lock:
         counts = engine.counts()
-        skipped = sorted({**engine.skipped, **engine.linked_dirs}.items())
+        skipped = sorted(engine.left_out().items())
         warned = sorted(engine.warnings().items())
         return {
             "state": state,

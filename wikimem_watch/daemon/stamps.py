@@ -7,16 +7,14 @@ before anything is written (ADR-0016).
 
 from __future__ import annotations
 
-import re
 from datetime import date as _date
 from datetime import datetime
 
 from ..core import edit
 from ..errors import BadRequest
+from ..retrieval.request import ISO_DAY
 
 __all__ = ["check_ts", "when"]
-
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def check_ts(ts: object) -> str:
@@ -50,7 +48,7 @@ def when(
                 f'"tz" must be an IANA time zone like "Asia/Shanghai", got {tz!r}'
             ) from None
     if date is not None:
-        if not _DATE.match(date):
+        if not ISO_DAY.fullmatch(date):
             raise BadRequest(f'"date" must be YYYY-MM-DD, got {date!r}')
         try:
             _date.fromisoformat(date)

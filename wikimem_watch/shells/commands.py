@@ -134,7 +134,7 @@ def check_command(args: argparse.Namespace) -> int:
         for path, warnings in sorted(local.warnings().items()):
             for warning in warnings:
                 print(f"warning  {path}: {warning}", file=sys.stderr)
-    if remote["digest"] == local.digest() and remote["skipped"] == _skipped(local):
+    if remote["digest"] == local.digest() and remote["skipped"] == local.left_out():
         print(
             f"ok: {len(local.files)} files, {len(local.entries)} entries, digest {local.digest()}"
         )
@@ -164,18 +164,12 @@ def _differences(remote: dict[str, Any], local: Engine) -> int:
         f"differs:           {p}"
         for p in sorted(p for p in ours if theirs.get(p, ours[p]) != ours[p])
     ]
-    skipped = set(remote["skipped"].items()) ^ set(_skipped(local).items())
+    skipped = set(remote["skipped"].items()) ^ set(local.left_out().items())
     lines += [f"skipped differs:   {p}" for p in sorted({p for p, _ in skipped})]
     # A path may hold a newline or an escape sequence: printed escaped, each line is one path.
     print(f"daemon index differs from a fresh scan ({len(lines)} differences):")
     print("\n".join(f"  {shown(line)}" for line in lines))
     return 1
-
-
-def _skipped(engine: Engine) -> dict[str, str]:
-    """What a scan left out and why: the files it skipped and the folders it did not enter
-    (a symlink leading outside the vault), as ``status`` and ``file_digests`` list them."""
-    return {**engine.skipped, **engine.linked_dirs}
 
 
 def embed_command(args: argparse.Namespace) -> int:

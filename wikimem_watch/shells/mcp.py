@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 
 from ..config import Config
 from ..errors import ConfigError, DaemonUnavailable
@@ -40,9 +39,6 @@ class Vault:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.where = "daemon"
-        # The SDK runs simultaneous tool calls on worker threads; in-process, each has its
-        # own writer, so two upserts to one file would each rewrite what it read (one lost).
-        self._local = threading.Lock()
 
     def call(self, method: str, params: dict[str, object]) -> Any:
         """In-process only when no daemon takes the connection: one that took the request
@@ -53,9 +49,8 @@ class Vault:
         except DaemonUnavailable:
             from .inprocess import local_answer
 
-            with self._local:
-                self.where = "in-process"
-                return local_answer(self.config, method, params)
+            self.where = "in-process"  # its writes take turns on the vault lock (ADR-0016)
+            return local_answer(self.config, method, params)
         with client:
             self.where = "daemon"
             return call_sent(client, method, params)
