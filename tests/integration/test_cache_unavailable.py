@@ -91,6 +91,20 @@ def test_a_socket_that_cannot_be_created_exits_2_naming_it(vault: Path, tmp_path
     assert str(sock) in err and "--socket" in err and "Traceback" not in err
 
 
+def test_a_socket_under_a_missing_chain_of_folders_is_refused_not_created(
+    vault: Path, tmp_path: Path
+) -> None:
+    sock = tmp_path / "typo" / "run" / "d.sock"  # one missing folder is made; two are a typo
+    proc = serve(vault, "--socket", str(sock))
+    try:
+        proc.wait(30)
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 2, err
+    assert str(tmp_path / "typo") in err and "does not exist" in err and "Traceback" not in err
+    assert not (tmp_path / "typo").exists()
+
+
 def test_a_symlinked_cache_dir_in_the_vault_is_not_written_through(
     vault: Path, tmp_path: Path
 ) -> None:

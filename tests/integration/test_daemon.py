@@ -47,6 +47,8 @@ def test_status_describes_a_ready_index(daemon: DaemonProc) -> None:
         assert key in status
     hello = rpc.result("hello")
     assert "query" in hello["capabilities"] and hello["protocol"] == 1
+    # A client of a later protocol may introduce itself; it still learns what this one speaks.
+    assert rpc.result("hello", {"client": "x", "protocol": 2})["protocol"] == 1
     rpc.close()
 
 

@@ -258,6 +258,11 @@ class Daemon(VaultScans, DaemonReports):
         if parent == self.config.cache_path:
             os.chmod(parent, 0o700)  # the cache dir holds this host's socket: private
         elif not parent.exists():
+            if not parent.parent.is_dir():  # one folder is ours to make; a chain is a typo
+                raise ConfigError(
+                    f"cannot create the socket {str(self.socket_path)!r}: the folder "
+                    f"{str(parent.parent)!r} does not exist (choose another path with --socket PATH)"
+                )
             try:
                 private_dir(parent)  # ours to create; an existing dir (/tmp) is left as it is
             except ConfigError as exc:
