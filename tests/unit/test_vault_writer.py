@@ -205,3 +205,27 @@ def test_a_file_system_without_flock_is_written_without_the_lock(
     monkeypatch.setattr(writes.fcntl, "flock", no_flock)
     VaultWriter(tmp_path).upsert_wiki("p", "Cy", "c")
     assert "## Cy\n" in note.read_text(encoding="utf-8")
+
+
+def test_a_journal_line_longer_than_one_reply_is_skipped_not_a_wall(tmp_path: Path) -> None:
+    from wikimem_watch.daemon.journal import JOURNAL_NAME, MAX_READ_BYTES, Journal, read_journal
+
+    Journal(tmp_path).diary("2026-07-21", "09:00", "agent:a", None)
+    cursor = read_journal(tmp_path, None, 10)["cursor"]
+    assert isinstance(cursor, int)
+    with (tmp_path / JOURNAL_NAME).open("ab") as f:  # a hand-made line of 5 MiB
+        f.write(b'{"note": "' + b"x" * (MAX_READ_BYTES + 2**20) + b'"}\n')
+    Journal(tmp_path).diary("2026-07-21", "10:00", "agent:a", None)
+    page = read_journal(tmp_path, cursor, 10)
+    assert page["entries"] == [] and page["skipped"] == 1
+    page = read_journal(tmp_path, page["cursor"], 10)  # type: ignore[arg-type]
+    assert isinstance(page["entries"], list)
+    assert [e["time"] for e in page["entries"]] == ["10:00"]
+
+
+def test_a_long_journal_line_still_being_written_is_read_next_time(tmp_path: Path) -> None:
+    from wikimem_watch.daemon.journal import JOURNAL_NAME, MAX_READ_BYTES, read_journal
+
+    (tmp_path / JOURNAL_NAME).write_bytes(b"x" * (MAX_READ_BYTES + 10))  # no newline yet
+    page = read_journal(tmp_path, 0, 10)
+    assert page["entries"] == [] and page["cursor"] == 0

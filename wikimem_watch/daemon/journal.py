@@ -139,8 +139,14 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
         else:
             start = since
         raw = os.pread(fd, min(size - start, MAX_READ_BYTES), start)
+        overlong = 0
+        if since is not None and len(raw) == MAX_READ_BYTES and b"\n" not in raw:
+            past = _past_line(fd, start + len(raw), size)
+            overlong = past - start if past else 0  # no newline yet: still being written
     finally:
         os.close(fd)
+    if overlong:  # one line longer than a reply may read (a hand edit): skipped, not a wall
+        return {"entries": [], "cursor": start + overlong, "reset": reset, "skipped": 1}
     end = raw.rfind(b"\n") + 1  # complete lines only: a line being written is read next time
     lines = raw[:end].split(b"\n")[:-1]
     if since is None and start > 0:
@@ -161,3 +167,17 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
             entries.append(obj)
     skipped = len(lines) - len(entries)  # not a JSON object: a hand edit, a torn copy
     return {"entries": entries, "cursor": cursor, "reset": reset, "skipped": skipped}
+
+
+def _past_line(fd: int, pos: int, size: int) -> int:
+    """The offset just past the first newline at or after ``pos``; 0 when the file ends
+    first."""
+    while pos < size:
+        chunk = os.pread(fd, min(size - pos, MAX_READ_BYTES), pos)
+        if not chunk:
+            break
+        cut = chunk.find(b"\n")
+        if cut >= 0:
+            return pos + cut + 1
+        pos += len(chunk)
+    return 0
