@@ -369,6 +369,21 @@ def test_a_refusal_that_closes_its_connection_says_so(web: Http) -> None:
         conn.close()
 
 
+def test_a_413_says_its_connection_closes_and_the_client_reconnects(web: Http) -> None:
+    conn = http.client.HTTPConnection(web.host, web.port, timeout=10)
+    headers = {"Host": f"127.0.0.1:{web.port}", "Authorization": f"Bearer {web.token}"}
+    try:
+        conn.request("POST", "/rpc", body=b"x" * (1024 * 1024 + 1), headers=headers)
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 413 and resp.getheader("Connection") == "close"
+        conn.request("GET", "/v1/status", headers=headers)  # on a new connection, not a dead one
+        resp = conn.getresponse()
+        assert resp.status == 200 and json.loads(resp.read())["state"] == "ready"
+    finally:
+        conn.close()
+
+
 def test_changes_are_subscribed_as_the_socket_subscribes(web: Http, vault: Path) -> None:
     conn = http.client.HTTPConnection(web.host, web.port, timeout=5)
     headers = {"Host": f"127.0.0.1:{web.port}", "Authorization": f"Bearer {web.token}"}

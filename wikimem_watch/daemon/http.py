@@ -431,8 +431,8 @@ class _Handler(BaseHTTPRequestHandler):
         size = int(length) if len(length) <= 18 else 10**18  # int() refuses 4,300 digits
         if size > limit:
             shown = length if len(length) <= 18 else f"{len(length)} digits' worth of"
+            self.close_connection = True  # before the answer, so it says ``Connection: close``
             self._send_error_body(413, f"body of {shown} bytes; at most {limit}")
-            self.close_connection = True
             self._discard(size)
             return None
         return self.rfile.read(size)
