@@ -84,6 +84,18 @@ def test_quick_endpoints_answer_like_the_socket(web: Http) -> None:
     assert web.request("GET", "/v1/status")[1]["state"] == "ready"
 
 
+def test_query_parameters_that_are_numbers_or_booleans_are_read_from_the_url(web: Http) -> None:
+    url = "/v1/query?q=sailing&k=1&explain=true&expand_links=false&budget_tokens=500"
+    status, result = web.request("GET", url + "&half_life_days=3.5")
+    assert status == 200 and "explain" in result["hits"][0]
+    status, result = web.request("GET", "/v1/query?q=sailing&explain=0")
+    assert status == 200 and "explain" not in result["hits"][0]
+    status, body = web.request("GET", "/v1/query?q=sailing&explain=maybe")
+    assert status == 400 and "explain" in body["error"]["message"]
+    status, body = web.request("GET", "/v1/query?q=sailing&half_life_days=soon")
+    assert status == 400 and "half_life_days" in body["error"]["message"]
+
+
 def test_rpc_takes_the_socket_s_json_rpc_objects(web: Http) -> None:
     req = {"jsonrpc": "2.0", "id": 7, "method": "query", "params": {"q": "coffee", "k": 1}}
     status, reply = web.request("POST", "/rpc", json.dumps(req).encode())

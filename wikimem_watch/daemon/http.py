@@ -54,6 +54,11 @@ _DISCARD_S = 2.0  # how long a refused body is read and dropped
 # allows 100 lines of 64 KiB, and a crowd of connections each sending that held gigabytes.
 MAX_HEAD_BYTES = 64 * 1024
 _LIST_PARAMS = frozenset({"kinds", "paths", "tags"})
+# GET /v1/query parameters that are numbers or booleans, which a URL spells as text.
+_INT_PARAMS = frozenset({"k", "budget_tokens"})
+_FLOAT_PARAMS = frozenset({"half_life_days"})
+_BOOL_PARAMS = frozenset({"explain", "expand_links"})
+_BOOLS = {"true": True, "1": True, "false": False, "0": False}
 
 
 def parse_address(value: str, allow_remote: bool) -> tuple[str, int]:
@@ -282,12 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
         parts = [p for p in url.path.split("/") if p]
         try:
             if parts == ["v1", "query"]:
-                params: dict[str, object] = {
-                    k: (v.split(",") if k in _LIST_PARAMS else v) for k, v in query.items()
-                }
-                if "k" in params:
-                    params["k"] = _int(str(params["k"]), "k")
-                result = self._call("query", params)
+                result = self._call("query", {k: _query_param(k, v) for k, v in query.items()})
             elif parts == ["v1", "days"]:
                 result = self._call("days", query)
             elif len(parts) == 3 and parts[:2] == ["v1", "day"]:
@@ -497,8 +497,29 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
+def _query_param(name: str, value: str) -> object:
+    """A ``/v1/query`` parameter as the JSON request would carry it (``explain=true`` is
+    ``True``, ``k=3`` is ``3``); the query's own validation judges the value."""
+    if name in _LIST_PARAMS:
+        return value.split(",")
+    if name in _INT_PARAMS:
+        return _int(value, name)
+    if name in _FLOAT_PARAMS:
+        return _float(value, name)
+    if name in _BOOL_PARAMS:
+        return _BOOLS.get(value.lower(), value)  # anything else is refused, named, by the query
+    return value
+
+
 def _int(value: str, name: str) -> int:
     try:
         return int(value)
     except ValueError:
         raise ProtocolError(INVALID_PARAMS, f"{name}: expected an integer, got {value!r}") from None
+
+
+def _float(value: str, name: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise ProtocolError(INVALID_PARAMS, f"{name}: expected a number, got {value!r}") from None
