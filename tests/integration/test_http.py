@@ -381,6 +381,20 @@ def test_a_refusal_that_closes_its_connection_says_so(web: Http) -> None:
         conn.close()
 
 
+def test_a_refused_preflight_gets_the_json_error_body(web: Http) -> None:
+    conn = http.client.HTTPConnection(web.host, web.port, timeout=10)
+    try:
+        for host, words in (("localhost", "https://page.example"), ("evil.example", "Host")):
+            headers = {"Host": host, "Origin": "https://page.example"}
+            conn.request("OPTIONS", "/rpc", headers=headers)
+            resp = conn.getresponse()
+            body = json.loads(resp.read())
+            assert resp.status == 403 and words in body["error"]["message"]
+            assert resp.getheader("Access-Control-Allow-Origin") is None
+    finally:
+        conn.close()
+
+
 def test_a_413_says_its_connection_closes_and_the_client_reconnects(web: Http) -> None:
     conn = http.client.HTTPConnection(web.host, web.port, timeout=10)
     headers = {"Host": f"127.0.0.1:{web.port}", "Authorization": f"Bearer {web.token}"}

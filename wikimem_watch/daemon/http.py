@@ -329,8 +329,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_OPTIONS(self) -> None:  # a CORS preflight, answered only for listed origins
         self.close_connection |= self._has_body()  # not read: it must not be the next request
         origin = self.headers.get("Origin")
-        if not self._host_ok() or origin not in self.endpoint.cors_origins:
-            self._send(403, b"", "text/plain")
+        if not self._host_ok():
+            self._send_error_body(403, "Host header is not this machine (DNS rebinding refused)")
+            return
+        if origin not in self.endpoint.cors_origins:
+            self._send_error_body(403, f"origin {origin!r} is not in http_cors_origins")
             return
         self.send_response(204)
         self.send_header("Access-Control-Allow-Origin", origin)
