@@ -381,6 +381,27 @@ def test_a_refusal_that_closes_its_connection_says_so(web: Http) -> None:
         conn.close()
 
 
+def _first_reply_to_expect_100(web: Http, token: str, size: int) -> bytes:
+    head = (
+        f"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1:{web.port}\r\nAuthorization: Bearer {token}"
+        f"\r\nExpect: 100-continue\r\nContent-Length: {size}\r\n\r\n"
+    )
+    with socket.create_connection((web.host, web.port), timeout=10) as sock:
+        sock.sendall(head.encode())
+        first = sock.recv(65536)
+        if first.startswith(b"HTTP/1.1 100"):  # invited: send the body, read the answer
+            sock.sendall(b'{"jsonrpc": "2.0", "id": 1, "method": "hello"}'.ljust(size))
+            first += sock.makefile("rb").readline()
+        return first
+
+
+def test_expect_100_continue_invites_only_a_body_that_will_be_read(web: Http) -> None:
+    assert _first_reply_to_expect_100(web, "wrong", 100).startswith(b"HTTP/1.1 401")
+    assert _first_reply_to_expect_100(web, web.token, 2**21).startswith(b"HTTP/1.1 413")
+    reply = _first_reply_to_expect_100(web, web.token, 100)
+    assert reply.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200"), reply[:80]
+
+
 def test_a_refused_preflight_gets_the_json_error_body(web: Http) -> None:
     conn = http.client.HTTPConnection(web.host, web.port, timeout=10)
     try:

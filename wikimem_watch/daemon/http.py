@@ -240,6 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "wikimem-watch"
     _reader: _RequestReader
+    _expects_100 = False
 
     def setup(self) -> None:
         super().setup()
@@ -248,6 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.rfile = io.BufferedReader(self._reader)
 
     def handle_one_request(self) -> None:
+        self._expects_100 = False
         self._reader.deadline = time.monotonic() + self.timeout if self.timeout else None
         super().handle_one_request()
 
@@ -266,6 +268,12 @@ class _Handler(BaseHTTPRequestHandler):
             return super().parse_request()
         finally:
             self._reader.head_left = None
+
+    def handle_expect_100(self) -> bool:
+        """``Expect: 100-continue``: the ``100 Continue`` waits until the request is admitted
+        and its body allowed (:meth:`_body`), so a refused client is not invited to send it."""
+        self._expects_100 = True
+        return True
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The standard library's own refusals (a malformed request line, an unsupported
@@ -438,6 +446,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error_body(413, f"body of {shown} bytes; at most {limit}")
             self._discard(size)
             return None
+        if self._expects_100:
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         return self.rfile.read(size)
 
     def _discard(self, length: int) -> None:
