@@ -313,6 +313,27 @@ def test_a_request_trickled_a_line_at_a_time_is_closed_after_the_idle_timeout(
     assert web.request("GET", "/v1/status")[0] == 200
 
 
+@pytest.mark.timeout(60)
+def test_a_body_shorter_than_its_content_length_gets_an_answer_not_a_dropped_connection(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    web = Http(start_daemon(vault, "--http", "127.0.0.1:0", "--idle-timeout-s", "1"))
+    head = (
+        f"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {web.token}\r\n"
+        "Content-Length: 100\r\n\r\n"
+    )
+    for ends in (False, True):  # the client goes quiet, or closes its side
+        with socket.create_connection((web.host, web.port), timeout=10) as sock:
+            sock.sendall(head.encode() + b'{"jsonrpc": "2.0"')
+            if ends:
+                sock.shutdown(socket.SHUT_WR)
+            reply = sock.makefile("rb").read()
+        status = b"HTTP/1.1 400" if ends else b"HTTP/1.1 408"
+        assert reply.startswith(status), reply[:60]
+        message = json.loads(reply.partition(b"\r\n\r\n")[2])["error"]["message"]
+        assert "100 bytes" in message
+
+
 def test_request_headers_are_bounded_before_they_are_parsed(web: Http) -> None:
     pad = "".join(f"X-Pad-{i}: {'a' * 60000}\r\n" for i in range(4))  # 240 KB of headers
     head = (

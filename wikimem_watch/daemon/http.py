@@ -448,7 +448,18 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         if self._expects_100:
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        return self.rfile.read(size)
+        # A body that does not come whole is answered, not dropped: the client learns why.
+        try:
+            body = self.rfile.read(size)
+        except TimeoutError:
+            self.close_connection = True
+            self._send_error_body(408, f"the body of {size} bytes did not arrive in idle_timeout_s")
+            return None
+        if len(body) < size:
+            self.close_connection = True
+            self._send_error_body(400, f"the body ended after {len(body)} of its {size} bytes")
+            return None
+        return body
 
     def _discard(self, length: int) -> None:
         """Read and drop a refused body (at most 16× the limit, for at most 2 s), so a client
