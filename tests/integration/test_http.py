@@ -74,6 +74,19 @@ def test_a_foreign_host_header_is_refused(web: Http) -> None:
     assert web.request("GET", "/v1/status", host=f"localhost:{web.port}")[0] == 200
 
 
+def test_a_refused_host_is_named_and_a_missing_one_is_said_to_be_missing(web: Http) -> None:
+    assert (
+        "'evil.example:80'"
+        in web.request("GET", "/", host="evil.example:80")[1]["error"]["message"]
+    )
+    head = f"GET /v1/status HTTP/1.0\r\nAuthorization: Bearer {web.token}\r\n\r\n"
+    with socket.create_connection((web.host, web.port), timeout=10) as sock:
+        sock.sendall(head.encode())
+        reply = sock.makefile("rb").read()
+    assert reply.startswith(b"HTTP/1.1 403"), reply[:60]
+    assert "no Host header" in json.loads(reply.partition(b"\r\n\r\n")[2])["error"]["message"]
+
+
 def test_quick_endpoints_answer_like_the_socket(web: Http) -> None:
     status, result = web.request("GET", "/v1/query?q=sailing&k=3")
     assert status == 200 and result["hits"][0]["path"] == "wiki/people.md"

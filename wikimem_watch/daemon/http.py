@@ -338,7 +338,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection |= self._has_body()  # not read: it must not be the next request
         origin = self.headers.get("Origin")
         if not self._host_ok():
-            self._send_error_body(403, "Host header is not this machine (DNS rebinding refused)")
+            self._refuse_host()
             return
         if origin not in self.endpoint.cors_origins:
             self._send_error_body(403, f"origin {origin!r} is not in http_cors_origins")
@@ -399,6 +399,14 @@ class _Handler(BaseHTTPRequestHandler):
         # by its IP. A name (what DNS rebinding uses) is still refused.
         return bound in ("0.0.0.0", "::") and _is_ip(name.strip("[]"))
 
+    def _refuse_host(self) -> None:
+        host = self.headers.get("Host")
+        if host is None:
+            what = "no Host header (HTTP/1.0 clients too must send one)"
+        else:
+            what = f"Host {host.strip()!r} is not this machine (DNS rebinding refused)"
+        self._send_error_body(403, f"{what}; send Host: localhost or 127.0.0.1")
+
     def _has_body(self) -> bool:
         length = self.headers.get("Content-Length")
         return "Transfer-Encoding" in self.headers or length not in (None, "0")
@@ -410,7 +418,7 @@ class _Handler(BaseHTTPRequestHandler):
         asked |= self.command != "POST" and self._has_body()
         self.close_connection = True  # until the request is admitted
         if not self._host_ok():
-            self._send_error_body(403, "Host header is not this machine (DNS rebinding refused)")
+            self._refuse_host()
             return False
         given = self.headers.get("Authorization") or ""
         scheme, _, token = given.partition(" ")
