@@ -908,3 +908,21 @@ def test_an_aware_now_its_zone_moves_out_of_the_calendar_is_a_clear_value_error(
     now = datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=-12)))
     with pytest.raises(ValueError, match="falls outside the years 1-9999"):
         parse_time_range("昨天", now=now, tz="Asia/Shanghai")
+
+
+@pytest.mark.parametrize(
+    ("text", "now", "day"),
+    [
+        # Friday 9999-12-31: the Saturday after it does not exist; today alone is the window.
+        ("周五和周六", datetime(9999, 12, 31, 10, 0), date(9999, 12, 31)),
+        ("Friday and Monday", datetime(9999, 12, 31, 10, 0), date(9999, 12, 31)),
+        # Sunday 0001-01-07: the span would move back a week, before 0001-01-01.
+        ("周日和周一", datetime(1, 1, 7, 10, 0), date(1, 1, 7)),
+        ("Sunday or Monday", datetime(1, 1, 7, 10, 0), date(1, 1, 7)),
+    ],
+)
+def test_joined_weekdays_at_the_ends_of_the_calendar_open_the_first_day_not_a_crash(
+    text: str, now: datetime, day: date
+) -> None:
+    found = parse_time_range(text, now=now)
+    assert found is not None and (found.start, found.end) == (day, day)

@@ -186,7 +186,10 @@ def _join(
             break
         nxt = days2[0]
         if resolve2 is resolvers.bare_weekday and _is_weekday(found):
-            nxt = days[-1] + timedelta(days=(nxt.weekday() - days[-1].weekday() - 1) % 7 + 1)
+            step = timedelta(days=(nxt.weekday() - days[-1].weekday() - 1) % 7 + 1)
+            if days[-1] > date.max - step:
+                break  # the next such day would be after 9999-12-31
+            nxt = days[-1] + step
         if max(*days, nxt) - min(*days, nxt) >= timedelta(days=JOIN_MAX_DAYS):
             break
         days.append(nxt)
@@ -195,6 +198,8 @@ def _join(
         return None
     first, last = min(days), max(days)
     if resolve is resolvers.bare_weekday and last > today:
+        if first < date.min + timedelta(weeks=1):
+            return None  # a week back would be before 0001-01-01
         first, last = first - timedelta(weeks=1), last - timedelta(weeks=1)
     return end, (first, last, None, None)
 
