@@ -597,6 +597,11 @@ NEGATIVE = [
     # a winter named by its year runs into the next January
     "去年冬天我们去了哪",
     "2024年冬天",
+    # a day of a year outside 1900-2199 is no such day of a recent year
+    "the Declaration of July 4, 1776",
+    "Einstein was born on 14 March 1879",
+    "from May 1 to May 3, 1850",
+    "between 20 and 22 November 2250",
 ]
 
 

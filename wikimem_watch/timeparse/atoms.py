@@ -16,15 +16,22 @@ DAY_ZH = rf"(?:[0-9]{{1,2}}|[{CN}]{{1,3}})"
 WD = alt(WD_EN)
 MON = alt(MONTH_NO)
 YEAR = r"(?P<y>(?:19|20|21)[0-9]{2})(?![0-9])"
+YEARS = range(1900, 2200)  # the years YEAR reads
+# After a day, any four digits are its year: "July 4, 1776" is read whole and refused by
+# ``parse_atom``, so no July 4 of a recent year is opened in its place.
+_DAY_YEAR = r"(?P<y>[0-9]{4})(?![0-9])"
 DAY = r"(?P<d>[0-9]{1,2})(?:st|nd|rd|th)?(?![0-9a-z])"
 
 # Groups: y, m | mn, d | zd.
 ISO = rf"(?<![0-9]){YEAR}[-/](?P<m>[0-9]{{1,2}})[-/](?P<d>[0-9]{{1,2}})(?![0-9])"
 ZH_MD = rf"(?:{YEAR}年)?(?P<m>{DAY_ZH})月(?P<d>{DAY_ZH})[日号](?![楼线])"
-EN_MD = rf"(?:(?:{WD}),?\s+)?(?P<mn>{MON})\.?\s+(?:the\s+)?{DAY}(?:,?\s+{YEAR})?"
-EN_DM = rf"(?:(?:{WD}),?\s+)?(?:the\s+)?{DAY}\s+(?:of\s+)?(?P<mn>{MON})(?![a-z])\.?(?:,?\s+{YEAR})?"
+EN_MD = rf"(?:(?:{WD}),?\s+)?(?P<mn>{MON})\.?\s+(?:the\s+)?{DAY}(?:,?\s+{_DAY_YEAR})?"
+EN_DM = (
+    rf"(?:(?:{WD}),?\s+)?(?:the\s+)?{DAY}\s+(?:of\s+)?(?P<mn>{MON})(?![a-z])\.?"
+    rf"(?:,?\s+{_DAY_YEAR})?"
+)
 EN_MY = rf"(?P<mn>{MON})\.?,?\s+(?:of\s+)?{YEAR}"
-BARE_DAY = rf"(?:(?P<zd>{DAY_ZH})[日号]|{DAY}(?:,?\s+{YEAR})?)"
+BARE_DAY = rf"(?:(?P<zd>{DAY_ZH})[日号]|{DAY}(?:,?\s+{_DAY_YEAR})?)"
 _ATOMS = [LazyPattern(p, re.I) for p in (ISO, ZH_MD, EN_MD, EN_DM, EN_MY, BARE_DAY)]
 ATOM = "|".join(plain(p) for p in (ISO, ZH_MD, EN_MD, EN_DM, EN_MY))
 # "between A and B", "from A to B", "A - B", "从A到B"; B may be a bare day ("August 11-15",
@@ -51,5 +58,8 @@ def parse_atom(text: str) -> tuple[int | None, int | None, int | None]:
                     raise ValueError(f"lower-case {g['mn']!r} without a number after it")
                 month = MONTH_NO[g["mn"].lower()]
             day = g.get("d") or g.get("zd")
-            return int(g["y"]) if g.get("y") else None, month, num(day) if day else None
+            year = int(g["y"]) if g.get("y") else None
+            if year is not None and year not in YEARS:
+                raise ValueError(f"year {year} outside {YEARS.start}-{YEARS.stop - 1}")
+            return year, month, num(day) if day else None
     raise ValueError(f"not a date: {text!r}")
