@@ -602,6 +602,10 @@ NEGATIVE = [
     "Einstein was born on 14 March 1879",
     "from May 1 to May 3, 1850",
     "between 20 and 22 November 2250",
+    # a range whose second end comes before the first: backwards, not its first end alone
+    "从3月到1月的账单",
+    "从昨天到7月5日",
+    "from yesterday to July 5",
 ]
 
 

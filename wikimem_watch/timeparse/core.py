@@ -216,10 +216,11 @@ _RANGE_START = re.compile(r"(?:(?<![a-z])(?:from|between)\s+|从|自)$", re.I)
 
 def _span_to(
     text: str, found: re.Match[str], days: Days, today: date, rules: Rules
-) -> tuple[int, Days] | None:
+) -> tuple[int, Days | None] | None:
     """(end, window) when ``found`` (read as ``days``) is the first end of a range, else None.
     The window runs from the first end's start to the second end's end; a second end that
-    comes before the first opens none."""
+    comes before the first ("从3月到1月", "from yesterday to July 5") makes the range
+    backwards: (end, None), no window, and not the first end alone."""
     joiner = _TO.match(text, found.end())
     hit = _match_at(text, joiner.end(), rules) if joiner else None
     if hit is None:
@@ -228,8 +229,10 @@ def _span_to(
     if _context(text, *second.span())[0] != "plain":
         return None
     other = _resolve(second, resolve2, today)
-    if other is None or other[1] < days[0]:
+    if other is None:
         return None
+    if other[1] < days[0]:
+        return second.end(), None
     return second.end(), (days[0], other[1], None, None)
 
 
@@ -278,7 +281,7 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
                 b = start.start() if start else b  # "from", "between", "从": the range's too
         if days is not None:
             return b, e, days
-        pos = max(found.end(), pos + 1)
+        pos = max(found.end(), e, pos + 1)  # a backwards range: neither end counts
     return None
 
 
