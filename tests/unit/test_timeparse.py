@@ -568,6 +568,7 @@ NEGATIVE = [
     "at least 2 weeks ago",
     "by July 21",
     "大约三天前",
+    "差不多三天前吧",  # 差不多 is three characters
     "3、4天前",
     "两三天前",
     # names with a time word in them

@@ -111,7 +111,7 @@ def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
         return "open", b, e
     if en.STARTS_WITH_NUMBER.match(text, b) and en.APPROX_BEFORE.search(text, max(0, b - 16), b):
         return "open", b, e
-    if zh.APPROX_BEFORE.search(text, max(0, b - 2), b) or (
+    if zh.APPROX_BEFORE.search(text, max(0, b - 3), b) or (  # 差不多: three characters
         text[b] in zh.NUMERALS and zh.APPROX_NUMBER_BEFORE.search(text, max(0, b - 2), b)
     ):
         return "open", b, e
