@@ -95,6 +95,29 @@ def test_widening_happens_only_for_an_empty_window_and_not_into_the_future(
     ]
 
 
+def test_an_evening_asked_about_in_the_afternoon_is_not_widened_into_other_days(
+    tmp_path: Path,
+) -> None:
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-14.md": "## 20:00\ndinner with Mia\n",
+            "diary/2026-11-15.md": "## 08:00\nbreakfast alone\n",
+        },
+    )
+    # At 15:00 tonight is still ahead, as tomorrow is: no entry there yet, and widening it
+    # would list last night's dinner and this morning's breakfast as tonight's.
+    for q in ("今晚做了什么", "what happened tonight"):
+        result = ask(engine, q=q, now="2026-11-15T15:00:00")
+        gate = result["time_range"]
+        assert isinstance(gate, dict)
+        assert (gate["fallback"], gate["widened_days"]) == ("empty", 0)
+        assert hits(result) == []
+    # Once the evening has begun, it is tonight's window as before.
+    later = ask(engine, q="今晚做了什么", now="2026-11-14T21:00:00")
+    assert [h["id"] for h in hits(later)] == ["diary/2026-11-14.md#20:00"]
+
+
 def test_a_parsed_window_that_stays_empty_is_not_applied_and_says_so(tmp_path: Path) -> None:
     engine = engine_for(tmp_path, {"diary/2026-10-01.md": "## 12:00\nthe blue bicycle\n"})
     result = ask(engine, q="blue bicycle last week", now="2026-11-25T12:00:00")

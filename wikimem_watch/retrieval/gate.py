@@ -289,9 +289,9 @@ def settle(engine: Engine, req: QueryRequest, gate: Gate) -> Gate:
     of a request whose ``kinds`` leave out the diary. Returns the window with ``entries``,
     how many it holds.
     """
-    if gate.limit_day is not None and gate.start > gate.limit_day:
-        # Wholly after now ("明天", "next week"): the diary holds nothing there yet, and
-        # widening would call today's entries tomorrow's.
+    if gate.after_now(gate.start, gate.start_time if gate.start == gate.end else None):
+        # Wholly after now ("明天", "next week", "今晚" asked at 15:00): the diary holds
+        # nothing there yet, and widening would call today's entries tomorrow's.
         return replace(gate, fallback="empty") if gate.source == "parsed" else gate
     if gate.limit_day is not None and gate.end > gate.limit_day:
         gate = replace(gate, end=gate.limit_day)  # "this week", "今年": as far as now
