@@ -290,6 +290,12 @@ POSITIVE = [
     _case("en-last-july-is-a-year-ago", "last July", "2025-07-01", "2025-07-31"),
     _case("en-this-october-names-this-year", "this October", "2026-10-01", "2026-10-31"),
     _case("en-this-march", "this March", "2026-03-01", "2026-03-31"),
+    # a month with its year named after it: that year's, not the most recent such month
+    _case("en-in-july-last-year", "in July last year", "2025-07-01", "2025-07-31"),
+    _case("en-in-march-last-year", "what did we do in March last year", "2025-03-01", "2025-03-31"),
+    _case("en-march-of-this-year", "March of this year", "2026-03-01", "2026-03-31"),
+    _case("en-since-july-last-year", "since July last year", "2025-07-01", "2026-07-24"),
+    _case("en-a-verb-may-before-last-year", "I may last year", "2025-01-01", "2025-12-31"),
     _case("zh-october-cn", "十月", "2025-10-01", "2025-10-31"),
     _case("zh-october-digits", "10月", "2025-10-01", "2025-10-31"),
     _case("zh-october-fen", "10月份的账单", "2025-10-01", "2025-10-31"),

@@ -54,6 +54,7 @@ _TABLE: list[tuple[tuple[str, ...], LazyPattern, Resolver]] = [
     (("19", "20", "21"), en.IN_YEAR, resolvers.absolute),
     (_MONTHS, en.MONTH_IN, resolvers.month_alone),
     (_MONTHS, en.MONTH_REL, resolvers.month_of_year_word),
+    (("year",), en.MONTH_OF_YEAR, resolvers.month_of_named_year),
 ]
 Rules = list[tuple[LazyPattern, Resolver]]
 RULES: Rules = [(pattern, resolve) for _, pattern, resolve in _TABLE]

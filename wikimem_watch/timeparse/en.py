@@ -98,6 +98,14 @@ MONTH_IN = bounded(
     rf"(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}"
 )
 MONTH_REL = bounded(rf"(?P<w>last|this)\s+(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}")
+# "in July last year", "March of this year": that month of that year (not the most recent
+# July). Lower-case may/march/mar/august need a word before them ("in may last year"), else
+# they are verbs ("I may this year").
+MONTH_OF_YEAR = bounded(
+    r"(?:(?:in|during|of|throughout)\s+(?:(?:early|late|mid)(?:-|\s+))?|(?:early|late|mid)(?:-|\s+)"
+    r"|(?!(?-i:may|march|mar|august)(?![a-z])))"
+    rf"(?P<mn>{_MONTH_NAME})\.?,?\s+(?:of\s+)?(?P<w>last|this|next)\s+year"
+)
 # Lower-case these are ordinary words ("I may go", "we march on", "august company").
 AMBIGUOUS_MONTHS = frozenset({"may", "march", "mar", "august"})
 # Lower-case "march 10" or "may 3" after a subject or a modal, or before a unit, is a verb and a

@@ -113,6 +113,11 @@ def month_of_year_word(m: re.Match[str], today: date) -> Days | None:
     return month_days(today.year - 1, month)
 
 
+def month_of_named_year(m: re.Match[str], today: date) -> Days | None:
+    """in July last year, March of this year: that month of that year."""
+    return month_days(today.year + OFFSET[m["w"].lower()], MONTH_NO[m["mn"].lower()])
+
+
 def relative_year(m: re.Match[str], today: date) -> Days | None:
     """去年, 今年; 去年10月 (that month), 去年5月3日 (that day)."""
     year = today.year + OFFSET[m["w"]]
