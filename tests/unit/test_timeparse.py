@@ -296,6 +296,10 @@ POSITIVE = [
     _case("en-march-of-this-year", "March of this year", "2026-03-01", "2026-03-31"),
     _case("en-since-july-last-year", "since July last year", "2025-07-01", "2026-07-24"),
     _case("en-a-verb-may-before-last-year", "I may last year", "2025-01-01", "2025-12-31"),
+    _case("en-a-day-last-year", "on July 4 last year", "2025-07-04"),
+    _case("en-a-day-of-last-year", "the 3rd of May, last year", "2025-05-03"),
+    _case("en-a-day-next-year", "May 3 next year", "2027-05-03"),
+    _case("en-a-range-last-year", "between 1 and 3 May last year", "2025-05-01", "2025-05-03"),
     _case("zh-october-cn", "十月", "2025-10-01", "2025-10-31"),
     _case("zh-october-digits", "10月", "2025-10-01", "2025-10-31"),
     _case("zh-october-fen", "10月份的账单", "2025-10-01", "2025-10-31"),
@@ -613,6 +617,9 @@ NEGATIVE = [
     "从3月到1月的账单",
     "从昨天到7月5日",
     "from yesterday to July 5",
+    # a year word after a date that names its year already, or after a range across New Year
+    "May 3, 2025 last year",
+    "from Dec 28 to Jan 3 last year",
 ]
 
 

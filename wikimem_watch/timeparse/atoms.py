@@ -38,10 +38,12 @@ ATOM = "|".join(plain(p) for p in (ISO, ZH_MD, EN_MD, EN_DM, EN_MY))
 # "from May 1st to the 3rd"), and A may be one when B names the month ("between 20 and 22
 # November", "20-22 Nov 2023", "from the 1st to the 3rd of May").
 _EN_BARE_DAY = r"[0-9]{1,2}(?:st|nd|rd|th)?(?![0-9a-z])"
+# "May 3 last year", "from the 1st to the 3rd of May, this year": a year named by a word.
+YEAR_WORD = r"(?:,?\s+(?:of\s+)?(?P<yw>last|this|next)\s+year(?![a-z]))"
 RANGE = (
     rf"(?:(?P<btw>between\s+)|from\s+|从)?(?:the\s+)?(?P<a>{ATOM}|{_EN_BARE_DAY})\s*"
     r"(?(btw)and|(?:到|至|to|until|till|through|thru|-|–|—|~|～))"
-    rf"\s*(?:the\s+)?(?P<b>{ATOM}|{plain(BARE_DAY)})"
+    rf"\s*(?:the\s+)?(?P<b>{ATOM}|{plain(BARE_DAY)}){YEAR_WORD}?"
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .atoms import EN_DM, EN_MD, EN_MY, RANGE, WD, YEAR
+from .atoms import EN_DM, EN_MD, EN_MY, RANGE, WD, YEAR, YEAR_WORD
 from .vocab import EN_TENS, EN_UNITS, LazyPattern, alt, plain
 
 TOD_EN = r"(?:\s+(?:in\s+the\s+)?(?P<tod>morning|afternoon|evening|night))?"
@@ -74,7 +74,7 @@ PERIOD = bounded(
 # "Monday the 20th" names its day of the month too ("Friday the 13th" is rarely last Friday).
 _OF_MONTH = r"(?:,?\s+the\s+(?P<dom>[0-9]{1,2})(?:st|nd|rd|th)?(?![0-9a-z]))?"
 WEEKDAY = bounded(rf"{_PRE}(?P<wd>{WD}){_OF_MONTH}{TOD_EN}")
-DATE = bounded(rf"{_PRE}(?P<atom>{plain(EN_MD)}|{plain(EN_DM)}|{plain(EN_MY)})")
+DATE = bounded(rf"{_PRE}(?P<atom>{plain(EN_MD)}|{plain(EN_DM)}|{plain(EN_MY)}){YEAR_WORD}?")
 IN_YEAR = bounded(rf"(?:(?:in|during)\s+(?:the\s+year\s+)?|the\s+year\s+|(?<=since\s)){YEAR}")
 # "the past 3 days", "last two weeks", "past week", "over the past month": rolling, to today.
 ROLLING = bounded(

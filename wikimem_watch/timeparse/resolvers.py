@@ -195,6 +195,10 @@ def absolute(m: re.Match[str], today: date) -> Days | None:
         if _counts_a_march(m):
             return None
         year, month, day = parse_atom(g["atom"])
+        if g.get("yw"):  # "May 3 last year"
+            if year:
+                return None  # "May 3, 2025 last year" names two years
+            year = today.year + OFFSET[g["yw"].lower()]
     else:
         year = int(g["y"])
         month, day = (num(g[k]) if g.get(k) else None for k in "md")
@@ -230,6 +234,10 @@ def date_range(m: re.Match[str], today: date) -> Days | None:
     first, last = (ma, da or 1), (mb, db or 31)
     if mb == ma and last < first:
         return None  # "5月3日到1日", "May 3 to May 1": backwards, not a year apart
+    if m["yw"]:  # "between May 1 and May 3 last year"
+        if ya or yb or last < first:
+            return None  # two years named, or across New Year: which side is that year?
+        ya = yb = today.year + OFFSET[m["yw"].lower()]
     yearless = ya is None and yb is None
     if ya is None:
         ya = recent(today, ma, da or 1).year if yb is None else yb - (first > last)
