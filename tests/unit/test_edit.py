@@ -126,6 +126,21 @@ def test_a_cr_only_note_gets_cr_line_endings() -> None:
     assert "\n" not in new.text and new.text.endswith("## 11:00\r\rc\r")
 
 
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+def test_a_section_goes_after_a_last_line_ending_in_a_lone_cr(ending: str) -> None:
+    """A lone CR ending the last line of an LF (or CRLF) note: the added section's first
+    break must not join it into one CRLF, which took the blank line before the heading."""
+    old = f"# t{ending}{ending}## 09:00{ending}{ending}x\r"
+    for new in (
+        edit.insert_diary_entry(old, "10:00", "ten", ""),
+        edit.upsert_item(old, "10:00", "ten", "")[0],
+    ):
+        assert new.text.startswith(old)
+        entries = parse_note("diary/2026-07-21.md", new.text).entries
+        assert [(e.heading, e.line) for e in entries] == [("09:00", 3), ("10:00", new.line)]
+        assert entries[0].text == "x" and entries[1].text == "ten"
+
+
 def test_a_note_past_the_size_the_index_reads_is_refused() -> None:
     big = "## Bob\n\n" + "x" * (8 * 1024 * 1024 - 20) + "\n"
     with pytest.raises(BadRequest, match="over 8 MiB"):

@@ -186,13 +186,12 @@ def _append(old: str, block: str, nl: str) -> Edit:
     """``block`` added at the end, after a blank line (a final newline is supplied first)."""
     if not old:
         sep = ""
-    elif old.endswith(("\n", "\r")):
+    elif old.endswith("\n") or (old.endswith("\r") and nl != "\n"):
         sep = nl
-    else:
+    else:  # no final break, or a lone CR that our "\n" would join into one CRLF break
         sep = nl + nl
-    line = len(split_lines(old)) + len(_BREAK.findall(sep)) - (not old.endswith(("\n", "\r")))
     appended = sep + block
-    return Edit(old + appended, line + 1 if old else 1, appended)
+    return Edit(old + appended, len(split_lines(old + sep)) + 1 if old else 1, appended)
 
 
 # ------------------------------------------------------------------------ edits
