@@ -229,3 +229,40 @@ def test_a_long_journal_line_still_being_written_is_read_next_time(tmp_path: Pat
     (tmp_path / JOURNAL_NAME).write_bytes(b"x" * (MAX_READ_BYTES + 10))  # no newline yet
     page = read_journal(tmp_path, 0, 10)
     assert page["entries"] == [] and page["cursor"] == 0
+
+
+def test_a_file_system_that_refuses_the_write_says_so_instead_of_an_internal_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk (or a read-only file system) is the file system's answer, not a bug: the
+    caller gets a write error naming the note and the reason, and the note is untouched."""
+    note = wiki(tmp_path, PEOPLE)
+
+    def full(path: Path, data: bytes, mode: int) -> Path:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(writes, "_temp", full)
+    with pytest.raises(writes.WriteFailed, match="cannot write 'wiki/p.md': No space left"):
+        VaultWriter(tmp_path).upsert_wiki("p", "Ann", "new")
+    assert note.read_text(encoding="utf-8") == PEOPLE
+
+
+def test_an_append_the_file_refuses_is_not_reported_as_other_writers_changing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A day file that cannot be opened for writing (no permission, ``chattr +i``) used to be
+    read and retried 16 times and then reported as "kept changing under other writers"."""
+    (tmp_path / "diary").mkdir()
+    day = tmp_path / "diary" / "2026-07-21.md"
+    day.write_text("## 09:00\n\nnine\n", encoding="utf-8")
+    real_open = os.open
+
+    def refuse_appends(path: object, flags: int, *args: int) -> int:
+        if flags & os.O_APPEND and str(path) == str(day):
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM), str(path))
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writes.os, "open", refuse_appends)
+    with pytest.raises(writes.WriteFailed, match="Operation not permitted"):
+        VaultWriter(tmp_path).append_diary("ten", date="2026-07-21", time="10:00")
+    assert day.read_text(encoding="utf-8") == "## 09:00\n\nnine\n"

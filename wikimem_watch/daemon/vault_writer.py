@@ -184,7 +184,13 @@ class VaultWriter:
         state = self._state(op.rel)
         with state.lock, writes.vault_lock(self.root, shared=self.shared_lock):
             self._rescue(op.rel, state)
-            reply, base, written = op.run()
+            try:
+                reply, base, written = op.run()
+            except OSError as exc:  # the file system's answer, not a bug: say it
+                raise writes.WriteFailed(
+                    f"cannot write {op.rel!r}: {exc.strerror or exc} (no permission, an "
+                    "immutable file, or a read-only or full file system?)"
+                ) from exc
             self._journal_folded_in(op.rel, base, state)
             op.journal("reapplied: another save had overwritten it" if redone else None)
             state.own[text_hash(written)] = None
@@ -395,7 +401,13 @@ class VaultWriter:
                 )
                 try:
                     self._perform(r.op, r.redone + 1)
-                except (BadRequest, NotFound, writes.WriteConflict, OSError) as exc:
+                except (
+                    BadRequest,
+                    NotFound,
+                    writes.WriteConflict,
+                    writes.WriteFailed,
+                    OSError,
+                ) as exc:
                     log.warning("%s: re-applying a lost write failed: %s", rel, exc)
 
     def _changed(self, rel: str, state: _FileState) -> bool:

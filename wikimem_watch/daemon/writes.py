@@ -58,6 +58,13 @@ class WriteConflict(WatchError):
     code = -32009
 
 
+class WriteFailed(WatchError):
+    """The file system refused the write (no permission, an immutable file, a read-only or
+    full file system): the caller can fix that, it is no bug of the daemon."""
+
+    code = -32011
+
+
 @contextlib.contextmanager
 def vault_lock(root: Path, *, shared: bool = False) -> Iterator[None]:
     """Hold the vault's advisory write lock (``flock`` on the vault folder) while a write runs.
@@ -197,8 +204,10 @@ def append(path: Path, snap: Snapshot, data: bytes) -> tuple[int, bytes] | None:
     assert snap.st is not None and snap.raw is not None
     try:
         fd = os.open(path, _APPEND)
-    except (FileNotFoundError, OSError):
-        return None
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ELOOP):  # gone or swapped for a link: read again
+            return None
+        raise  # no permission, read-only: reading again cannot help
     try:
         st = os.fstat(fd)
         same = (st.st_dev, st.st_ino, st.st_size) == (snap.st.st_dev, snap.st.st_ino, len(snap.raw))
