@@ -116,6 +116,12 @@ def test_a_setext_heading_is_kept_whole_when_its_item_is_replaced() -> None:
     assert not created and new.text == "# p\n\nAnn\n---\n\nnew\n\n## Bob\n\nb\n"
 
 
+def test_a_setext_heading_over_two_lines_is_kept_whole_when_its_item_is_replaced() -> None:
+    old = "# p\n\nAnn\nLee\n---\n\nold\n\n## Bob\n\nb\n"
+    new, created = edit.upsert_item(old, "Ann Lee", "new", "")
+    assert not created and new.text == "# p\n\nAnn\nLee\n---\n\nnew\n\n## Bob\n\nb\n"
+
+
 def test_every_section_of_a_deleted_name_goes_as_in_the_wikimem_library() -> None:
     old = "## Ann\n\none\n\n## Bob\n\nb\n\n## Ann\n\ntwo\n"
     assert edit.delete_item(old, "Ann") == "## Bob\n\nb\n"

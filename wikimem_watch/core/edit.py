@@ -281,7 +281,7 @@ def item_state(text: str | None, name: str) -> str | None:
 
 
 def upsert_item(old: str, name: str, body: str, meta: str) -> tuple[Edit, bool]:
-    """Replace the body of item ``name`` (its heading line, or the two lines of a setext
+    """Replace the body of item ``name`` (its heading line, or all the lines of a setext
     heading, kept byte for byte), or append a new ``## name`` section; returns (edit,
     created)."""
     bom, text = _bom(old)
@@ -292,9 +292,10 @@ def upsert_item(old: str, name: str, body: str, meta: str) -> tuple[Edit, bool]:
         return _read_back(old, Edit(bom + made.text, made.line, made.appended), name, 1), True
     start, end = span
     lines = split_lines(text)
-    kept = 1  # the heading line; a setext heading's underline too
-    if start + 1 < end and _SETEXT.match(lines[start + 1]) and "#" not in lines[start][:4]:
-        kept = 2
+    kept = 1  # the heading line; a setext heading's lines and underline too
+    if "#" not in lines[start][:4]:  # setext: its text may run over lines, to the underline
+        under = next((i for i in range(start + 1, end) if _SETEXT.match(lines[i])), None)
+        kept = 1 if under is None else under - start + 1
     heading = "".join(lines[start : start + kept])
     if not heading.endswith(("\n", "\r")):
         heading += nl
