@@ -66,6 +66,47 @@ def test_a_persons_fix_to_a_fresh_diary_entry_is_not_a_lost_write(tmp_path: Path
     assert day.read_text(encoding="utf-8").count("## 10:00") == 1  # re-applied once
 
 
+def test_two_entries_of_one_minute_that_a_save_overwrote_both_come_back_once(
+    tmp_path: Path,
+) -> None:
+    """An agent often writes two entries of the same minute; a save from a buffer that lacked
+    both used to lose both (the second write ended the first one's watch, and the second
+    then saw one entry fewer than its "before", which read as a person's edit)."""
+    (tmp_path / "diary").mkdir()
+    day = tmp_path / "diary" / "2026-01-01.md"
+    old = "## 09:00\n\nnine\n"
+    day.write_text(old, encoding="utf-8")
+    writer = VaultWriter(tmp_path)
+    writer.append_diary("first", date="2026-01-01", time="10:00")
+    writer.append_diary("second", date="2026-01-01", time="10:00")
+    day.write_text(old + "\nedited\n", encoding="utf-8")  # a save that lacked both
+    for _ in range(3):
+        writer.sweep()
+    text = day.read_text(encoding="utf-8")
+    assert text.count("\nfirst\n") == 1 and text.count("\nsecond\n") == 1
+    assert text.index("first") < text.index("second") and "\nedited\n" in text
+
+
+def test_deleting_one_of_two_fresh_entries_of_a_minute_brings_neither_back_twice(
+    tmp_path: Path,
+) -> None:
+    """A person deleting the first of two fresh entries of 10:00 leaves as many 10:00
+    entries as there were before the second: not the second one lost, never written twice."""
+    (tmp_path / "diary").mkdir()
+    day = tmp_path / "diary" / "2026-01-01.md"
+    day.write_text("## 09:00\n\nnine\n", encoding="utf-8")
+    writer = VaultWriter(tmp_path)
+    writer.append_diary("first", date="2026-01-01", time="10:00")
+    writer.append_diary("second", date="2026-01-01", time="10:00")
+    text = day.read_text(encoding="utf-8")
+    start = text.index("## 10:00")
+    day.write_text(text[:start] + text[text.index("## 10:00", start + 1) :], encoding="utf-8")
+    writer.sweep()
+    writer.sweep()
+    text = day.read_text(encoding="utf-8")
+    assert "first" not in text and text.count("\nsecond\n") == 1
+
+
 def test_a_write_saves_keep_overwriting_is_given_up_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

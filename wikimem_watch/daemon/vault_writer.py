@@ -52,6 +52,7 @@ class _Op:
     state: Callable[[str | None], object]
     journal: Callable[[str | None], None]
     what: str  # for the log: "the entry at 10:00", "item 'milk'"
+    adds: bool = False  # a diary entry: another write never replaces it, only adds beside it
 
 
 @dataclass(slots=True)
@@ -117,14 +118,18 @@ class VaultWriter:
         ts, day, hhmm = when(ts, date, time, tz)
         meta = edit.render_meta(owner, source, ts)
         rel = f"diary/{day}.md"
+        block = edit.diary_block(hhmm, body, meta)
         op = _Op(
             rel,
             lambda: self._diary(rel, day, hhmm, body, meta),
             # What a lost write changes: how many entries that time has (a person's fix to
-            # the entry's words keeps it, and must not read as the entry lost).
-            lambda t: 0 if t is None else edit.count_time(t, hhmm),
+            # the entry's words keeps it, and must not read as the entry lost), and whether
+            # this very entry is there (a person deleting another entry of that minute must
+            # not read as this one lost, which would write it twice).
+            lambda t: (0, False) if t is None else _entry_state(t, hhmm, block),
             lambda detail: self.journal.diary(day, hhmm, owner, source, detail),
             f"the entry at {hhmm}",
+            adds=True,
         )
         return self._perform(op)
 
@@ -196,14 +201,15 @@ class VaultWriter:
             state.own[text_hash(written)] = None
             while len(state.own) > OWN_KEPT:
                 del state.own[next(iter(state.own))]
-            # A write of ours that changed an earlier write's item ends its watch: that
-            # item's state is ours again, not a save that overwrote it.
             norm = edit.normalize(written)
             was = None if base is None else edit.normalize(base)
             # A write of ours that changed an earlier write's item ends that watch (the item
             # is ours again); one that left it alone keeps it, even when a save had already
-            # reverted it (then the sweeper re-applies it).
-            state.recent = [r for r in state.recent if r.op.state(was) == r.op.state(norm)]
+            # reverted it (then the sweeper re-applies it). A diary entry is never replaced:
+            # another entry of the same minute leaves its watch on.
+            state.recent = [
+                r for r in state.recent if r.op.adds or r.op.state(was) == r.op.state(norm)
+            ]
             before, after = op.state(was), op.state(norm)
             if before != after:
                 until = time.monotonic() + REAPPLY_WINDOW_S
@@ -438,6 +444,11 @@ class VaultWriter:
             else:
                 os.close(old.fd)
         state.retired = keep
+
+
+def _entry_state(text: str, hhmm: str, block: str) -> tuple[int, bool]:
+    """A diary entry's state in ``text``: the entries of its minute, and whether it is one."""
+    return edit.count_time(text, hhmm), edit.count_block(text, block) > 0
 
 
 def _read_text(path: Path) -> str | None:
