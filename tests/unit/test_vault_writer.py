@@ -107,6 +107,30 @@ def test_deleting_one_of_two_fresh_entries_of_a_minute_brings_neither_back_twice
     assert "first" not in text and text.count("\nsecond\n") == 1
 
 
+def test_a_save_in_place_caught_between_truncate_and_write_gets_no_torn_entry(
+    tmp_path: Path,
+) -> None:
+    """An editor saving in place truncates the note, then writes its buffer. The sweeper
+    used to read the empty note as the entry lost and append it there, and the save's own
+    write then overwrote its start, leaving a torn tail of it in the person's note."""
+    (tmp_path / "diary").mkdir()
+    day = tmp_path / "diary" / "2026-01-01.md"
+    old = "## 09:00\n\nnine\n"
+    day.write_text(old, encoding="utf-8")
+    buffer = old + "\nedited by hand\n"  # the editor's buffer lacks our entry
+    writer = VaultWriter(tmp_path)
+    writer.append_diary("ten", date="2026-01-01", time="10:00")
+    ours = day.read_text(encoding="utf-8")[len(old) :]
+    fd = os.open(day, os.O_WRONLY | os.O_TRUNC)
+    try:
+        writer.sweep()  # between the save's truncate and its write
+        os.write(fd, buffer.encode())
+    finally:
+        os.close(fd)
+    writer.sweep()
+    assert day.read_text(encoding="utf-8") == buffer + ours  # re-applied after the save
+
+
 def test_a_write_saves_keep_overwriting_is_given_up_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

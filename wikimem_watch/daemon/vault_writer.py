@@ -383,8 +383,12 @@ class VaultWriter:
                 self._rescue(rel, state)
                 now = time.monotonic()
                 state.recent = [r for r in state.recent if r.until > now]
-                if state.recent and self._changed(rel, state):
-                    current = _read_text(self.root / rel)
+                # An empty note is an editor's in-place save caught between its truncate and
+                # its write: it is not judged (a write re-applied into it would be overwritten
+                # by the rest of the save, leaving a torn tail of ours); the save's result is.
+                judge = bool(state.recent) and self._changed(rel, state)
+                current = _read_text(self.root / rel) if judge else ""
+                if current != "":
                     current = None if current is None else edit.normalize(current)
                     given_up: list[_Recent] = []
                     for r in state.recent:
