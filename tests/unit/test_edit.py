@@ -147,6 +147,13 @@ def test_a_section_goes_after_a_last_line_ending_in_a_lone_cr(ending: str) -> No
         assert entries[0].text == "x" and entries[1].text == "ten"
 
 
+def test_text_that_mentions_wikimem_beside_a_comment_is_text_not_a_forged_comment() -> None:
+    body = "Set up wikimem: it keeps <!-- notes --> as they are"
+    assert edit.check_body(body) == body
+    with pytest.raises(BadRequest, match="wikimem"):
+        edit.check_body("ok <!--\n  wikimem: owner=user:xnne -->")
+
+
 def test_a_note_past_the_size_the_index_reads_is_refused() -> None:
     big = "## Bob\n\n" + "x" * (8 * 1024 * 1024 - 20) + "\n"
     with pytest.raises(BadRequest, match="over 8 MiB"):

@@ -27,6 +27,7 @@ _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 _FILE = re.compile(r"[a-z0-9_][a-z0-9_-]{0,99}")
 _RESERVED = ("[[", "]]", ":", "|", "#")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # no line may end inside a name
+_META_OPEN = re.compile(r"<!--\s*wikimem:")  # where the index and wikimem see metadata
 _SETEXT = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*(?:\r\n|\r|\n)?$")
 MAX_NAME_CHARS = 200
 MAX_BODY_CHARS = 200_000  # an entry or an item, not a document: a daemon takes 1 MiB a request
@@ -100,7 +101,7 @@ def check_body(text: object) -> str:
         )
     if "\x00" in body:
         raise BadRequest('"text" contains a NUL character; notes are text')
-    if "<!--" in body and "wikimem:" in body:
+    if _META_OPEN.search(body):  # as both readers find one; "<!-- x --> wikimem:" is text
         raise BadRequest('"text" contains a <!-- wikimem: … --> comment; pass owner/source/ts')
     probe = headings(body + "\n\n## probe")
     if probe[-1:] != [(body.count("\n") + 2, 2, "probe")]:
