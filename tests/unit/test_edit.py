@@ -127,6 +127,13 @@ def test_every_section_of_a_deleted_name_goes_as_in_the_wikimem_library() -> Non
     assert edit.delete_item(old, "Ann") == "## Bob\n\nb\n"
 
 
+def test_deleting_a_section_before_a_setext_heading_keeps_the_line_above_in_its_item() -> None:
+    old = "## Ann\n\nsails\n## Bob\n\nb\n\nCy\n---\n\nc\n"
+    new = edit.delete_item(old, "Bob")
+    assert new == "## Ann\n\nsails\n\nCy\n---\n\nc\n"
+    assert [h for _, h in edit.sections(new)] == ["Ann", "Cy"]
+
+
 def test_a_cr_only_note_gets_cr_line_endings() -> None:
     new = edit.insert_diary_entry("# t\r\r## 10:00\r\rb\r", "11:00", "c", "")
     assert "\n" not in new.text and new.text.endswith("## 11:00\r\rc\r")

@@ -28,6 +28,7 @@ _FILE = re.compile(r"[a-z0-9_][a-z0-9_-]{0,99}")
 _RESERVED = ("[[", "]]", ":", "|", "#")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # no line may end inside a name
 _META_OPEN = re.compile(r"<!--\s*wikimem:")  # where the index and wikimem see metadata
+_ATX = re.compile(r" {0,3}#")
 _SETEXT = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*(?:\r\n|\r|\n)?$")
 MAX_NAME_CHARS = 200
 MAX_BODY_CHARS = 200_000  # an entry or an item, not a document: a daemon takes 1 MiB a request
@@ -326,9 +327,18 @@ def delete_item(old: str, name: str) -> str | None:
         head, tail = "".join(lines[: span[0]]), "".join(lines[span[1] :])
         if not tail and head.endswith(nl + nl):
             head = head[: -len(nl)]
+        elif tail and not _ATX.match(tail) and _is_text(lines[span[0] - 1] if span[0] else ""):
+            # A setext heading next (text, then ---) would take the line of text above as
+            # its own first line: a blank line keeps that line in its section.
+            head += nl
         text = head + tail
         span = find_item(text, name)
     return bom + text
+
+
+def _is_text(line: str) -> bool:
+    """A line a paragraph could continue from: not blank, not an ATX heading."""
+    return bool(line.strip()) and not _ATX.match(line)
 
 
 def normalize(text: str) -> str:
