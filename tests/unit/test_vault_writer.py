@@ -331,3 +331,29 @@ def test_an_append_the_file_refuses_is_not_reported_as_other_writers_changing_it
     with pytest.raises(writes.WriteFailed, match="Operation not permitted"):
         VaultWriter(tmp_path).append_diary("ten", date="2026-07-21", time="10:00")
     assert day.read_text(encoding="utf-8") == "## 09:00\n\nnine\n"
+
+
+def test_a_read_only_note_is_not_written_even_by_an_owner_who_could_rename_over_it(
+    tmp_path: Path,
+) -> None:
+    """``chmod a-w`` is the person's lock on a note; a write by rename would pass it (and so
+    would root), so the mode is read and the write refused with nothing changed."""
+    note = wiki(tmp_path, PEOPLE)
+    note.chmod(0o444)
+    (tmp_path / "diary").mkdir()
+    day = tmp_path / "diary" / "2026-07-21.md"
+    day.write_text("## 09:00\n\nnine\n", encoding="utf-8")
+    day.chmod(0o400)
+    writer = VaultWriter(tmp_path)
+    with pytest.raises(writes.WriteFailed, match="'wiki/p.md' is read-only"):
+        writer.upsert_wiki("p", "Ann", "new")
+    with pytest.raises(writes.WriteFailed, match="read-only"):
+        writer.delete_wiki("p", "Bob")
+    for at in ("10:00", "08:00"):  # an append and an insertion
+        with pytest.raises(writes.WriteFailed, match="read-only"):
+            writer.append_diary("ten", date="2026-07-21", time=at)
+    assert note.read_text(encoding="utf-8") == PEOPLE
+    assert day.read_text(encoding="utf-8") == "## 09:00\n\nnine\n"
+    note.chmod(0o644)
+    writer.upsert_wiki("p", "Ann", "new")
+    assert "new" in note.read_text(encoding="utf-8")

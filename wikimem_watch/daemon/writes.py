@@ -170,6 +170,11 @@ def read_snapshot(path: Path, rel: str) -> Snapshot:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise BadRequest(f"{rel!r} is not a regular file; not writing")
+        if not st.st_mode & 0o222:  # the person's lock on a note; a rename would ignore it
+            raise WriteFailed(
+                f"{rel!r} is read-only (mode {stat.S_IMODE(st.st_mode):o}); not writing "
+                "(chmod u+w lets writes in)"
+            )
         raw = _read_fd(fd)
         if len(raw) > MAX_NOTE_BYTES:
             raise BadRequest(f"{rel!r} is larger than {MAX_NOTE_BYTES >> 20} MiB; not editing")
