@@ -173,6 +173,8 @@ def test_journal_has_both_tools_line_shapes_and_is_never_indexed(
     daemon.result("append_diary", {"text": "x", "date": DAY, "time": "08:00", "owner": "a"})
     daemon.result("upsert_wiki", {"file": "people", "name": "Bo", "text": "y", "source": "c1"})
     daemon.result("delete_wiki", {"file": "people", "name": "Bo"})
+    daemon.result("upsert_wiki", {"file": "people", "name": "Cy", "text": "z"})
+    daemon.result("delete_wiki", {"file": "people", "name": "Cy", "owner": "agent:b"})
     (vault / "wiki" / "hand.md").write_text("## made by hand\n", encoding="utf-8")
     eventually(
         lambda: any(e.get("by") == "external" for e in daemon.result("journal")["entries"]),
@@ -184,10 +186,12 @@ def test_journal_has_both_tools_line_shapes_and_is_never_indexed(
         {"action", "date", "time", "owner"},
         {"action", "file", "item", "source_conv"},
         {"action", "file", "item"},
+        {"action", "file", "item"},
+        {"action", "file", "item", "owner"},  # a removal says who asked for it, when told
         {"action", "path", "by"},
     ]
-    assert [e["action"] for e in lines] == ["diary", "add", "remove", "create"]
-    assert lines[3]["path"] == "wiki/hand.md"
+    assert [e["action"] for e in lines] == ["diary", "add", "remove", "add", "remove", "create"]
+    assert lines[4]["owner"] == "agent:b" and lines[5]["path"] == "wiki/hand.md"
     paths = {f["path"] for f in daemon.result("status")["skipped"]}
     assert "journal.jsonl" not in paths
     assert "journal.jsonl" not in daemon.result("file_digests")["files"]

@@ -261,7 +261,8 @@ class Daemon(VaultScans, DaemonReports):
             if not parent.parent.is_dir():  # one folder is ours to make; a chain is a typo
                 raise ConfigError(
                     f"cannot create the socket {str(self.socket_path)!r}: the folder "
-                    f"{str(parent.parent)!r} does not exist (choose another path with --socket PATH)"
+                    f"{str(parent.parent)!r} does not exist "
+                    "(choose another path with --socket PATH)"
                 )
             try:
                 private_dir(parent)  # ours to create; an existing dir (/tmp) is left as it is

@@ -166,15 +166,19 @@ class VaultWriter:
         op = _Op(rel, run, lambda t: edit.item_state(t, item), note, f"item {item!r}")
         return self._perform(op)
 
-    def delete_wiki(self, file: object, name: object) -> dict[str, object]:
-        """Remove item ``name``'s section from ``wiki/<file>.md`` (NotFound when absent)."""
+    def delete_wiki(
+        self, file: object, name: object, *, owner: str | None = None, source: str | None = None
+    ) -> dict[str, object]:
+        """Remove item ``name``'s section from ``wiki/<file>.md`` (NotFound when absent);
+        ``owner`` and ``source`` go to the journal line, as a write's do."""
         slug, item = edit.check_file(file), edit.check_name(name)
+        edit.render_meta(owner, source, None)  # the same checks as a write's provenance
         rel = f"wiki/{slug}.md"
         op = _Op(
             rel,
             lambda: self._delete(rel, item),
             lambda t: edit.item_state(t, item),
-            lambda detail: self.journal.wiki("remove", slug, item, None, None, detail),
+            lambda detail: self.journal.wiki("remove", slug, item, owner, source, detail),
             f"the removal of item {item!r}",
         )
         return self._perform(op)

@@ -85,8 +85,13 @@ def m_upsert_wiki(service: object, params: Params) -> object:
 
 
 def m_delete_wiki(service: object, params: Params) -> object:
-    _only(params, ("file", "name"))
-    return _writer(service).delete_wiki(params.get("file"), params.get("name"))
+    _only(params, ("file", "name", "owner", "source"))
+    return _writer(service).delete_wiki(
+        params.get("file"),
+        params.get("name"),
+        owner=_opt_str(params, "owner"),
+        source=_opt_str(params, "source"),
+    )
 
 
 def m_journal(service: object, params: Params) -> object:

@@ -278,7 +278,7 @@ def _write(sub: Any) -> None:
     _add_vault(x)
     x.add_argument("file", metavar="FILE")
     x.add_argument("name", metavar="NAME")
-    x.add_argument("--in-process", action="store_true", help="do not use a running daemon")
+    _provenance(x)
     x.set_defaults(handler="writing.delete_command")
 
 

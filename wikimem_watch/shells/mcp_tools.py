@@ -87,9 +87,12 @@ def build_server(vault: Vault) -> MCPServer:
         params = {"file": file, "name": name, "text": text, "owner": owner, "source": source}
         return run("upsert_wiki", params)
 
-    @tool(description="Remove the item `name` from wiki/<file>.md.")
-    def delete_wiki(file: str, name: str) -> CallToolResult:
-        return run("delete_wiki", {"file": file, "name": name})
+    @tool(description="Remove the item `name` from wiki/<file>.md. owner/source: who and "
+          "which conversation, for the journal.")  # fmt: skip
+    def delete_wiki(
+        file: str, name: str, owner: str | None = None, source: str | None = None
+    ) -> CallToolResult:
+        return run("delete_wiki", {"file": file, "name": name, "owner": owner, "source": source})
 
     @tool(description="Recent writes and external edits, oldest first; pass the reply's "
           "cursor as `since` to read on.")  # fmt: skip

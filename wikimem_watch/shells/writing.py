@@ -82,7 +82,8 @@ def wiki_command(args: argparse.Namespace) -> int:
 
 
 def delete_command(args: argparse.Namespace) -> int:
-    return _write(args, "delete_wiki", {"file": args.file, "name": args.name})
+    params = {"file": args.file, "name": args.name, "owner": args.owner, "source": args.source}
+    return _write(args, "delete_wiki", params)
 
 
 def journal_command(args: argparse.Namespace) -> int:
