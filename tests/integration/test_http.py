@@ -117,6 +117,9 @@ def test_rpc_takes_the_socket_s_json_rpc_objects(web: Http) -> None:
     bad = {"jsonrpc": "2.0", "id": 8, "method": "query", "params": {"q": "x", "k": 0}}
     status, reply = web.request("POST", "/rpc", json.dumps(bad).encode())
     assert status == 200 and reply["error"]["code"] == -32602
+    sub = {"jsonrpc": "2.0", "id": 9, "method": "subscribe", "params": {}}
+    status, reply = web.request("POST", "/rpc", json.dumps(sub).encode())
+    assert status == 200 and "GET /v1/changes" in reply["error"]["message"]
 
 
 def test_bad_requests_get_clear_statuses(web: Http) -> None:

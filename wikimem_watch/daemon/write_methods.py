@@ -108,7 +108,7 @@ def m_subscribe(service: object, params: Params) -> object:
     _only(params, ("paths", "kinds", "q"))
     peer = getattr(CURRENT, "peer", None)
     if peer is None:
-        raise BadRequest("subscribe needs a socket connection")
+        raise BadRequest("subscribe needs a socket connection (over HTTP: GET /v1/changes)")
     q = _opt_str(params, "q")
     paths = tuple(p.replace("\\", "/").lstrip("/") for p in _list(params, "paths"))
     kinds = _list(params, "kinds", ("diary", "wiki"))
