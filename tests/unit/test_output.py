@@ -202,3 +202,33 @@ def test_a_cut_listing_of_tagged_entries_says_there_are_more_not_of_question_mar
     gate = {"start": "2026-11-02", "end": "2026-11-08", "source": "parsed", "entries": 6}
     print_result({"hits": [hit], "time_range": gate, "note": None, "cut": True}, as_json=False)
     assert capsys.readouterr().out.splitlines()[-1] == "(first 1 of 6)"
+
+
+def test_status_shows_a_vault_paths_link_targets_and_reasons_escaped_never_obeyed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from wikimem_watch.shells.output import print_status
+
+    evil = "wiki/a\x1b[2Jb\nc\u202e.md"  # a synced vault names its files
+    status = {
+        "state": "ready",
+        "vault": "/v",
+        "pid": 1,
+        "host": "h",
+        "entries": {"diary": 0, "wiki": 1},
+        "files": 3,
+        "generation": 1,
+        "unresolved_links": 1,
+        "unresolved": [{"target": "x\x1b]0;owned\x07", "path": evil, "line": 2}],
+        "skipped": [{"path": evil, "reason": "symlink to /t/\x1b[31mred, outside the vault"}],
+        "warnings": {evil: ["invalid UTF-8 at byte 3; bad bytes replaced"]},
+        "config_warnings": ["/v/.wikimem/config.toml: ignored: \x1b[2J"],
+        "vectors": {"state": "off"},
+    }
+    print_status(status)
+    out = capsys.readouterr().out
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", out)
+    assert "         [[x\\x1b]0;owned\\x07]] in wiki/a\\x1b[2Jb\\nc\\u202e.md:2" in out
+    assert "skipped  wiki/a\\x1b[2Jb\\nc\\u202e.md: symlink to /t/\\x1b[31mred" in out
+    assert "warning  wiki/a\\x1b[2Jb\\nc\\u202e.md: invalid UTF-8" in out
+    assert len(out.splitlines()) == 8  # one line each: a newline in a name breaks no row

@@ -133,7 +133,7 @@ def check_command(args: argparse.Namespace) -> int:
     if args.verbose:
         for path, warnings in sorted(local.warnings().items()):
             for warning in warnings:
-                print(f"warning  {path}: {warning}", file=sys.stderr)
+                print(f"warning  {shown(path)}: {shown(warning)}", file=sys.stderr)
     if remote["digest"] == local.digest() and remote["skipped"] == local.left_out():
         print(
             f"ok: {len(local.files)} files, {len(local.entries)} entries, digest {local.digest()}"

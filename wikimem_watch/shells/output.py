@@ -266,20 +266,20 @@ def print_status(status: dict[str, Any]) -> None:
     if status.get("scan_files") is not None:
         print(f"scan     {status['scan_files']} files to read before ready")
     print(f"links    {status['unresolved_links']} unresolved")
-    shown = status.get("unresolved", [])
-    for link in shown:
-        print(f"         [[{link['target']}]] in {link['path']}:{link['line']}")
-    if status["unresolved_links"] > len(shown):
-        print(f"         … and {status['unresolved_links'] - len(shown)} more")
+    listed = status.get("unresolved", [])
+    for link in listed:
+        print(f"         [[{shown(link['target'])}]] in {shown(link['path'])}:{link['line']}")
+    if status["unresolved_links"] > len(listed):
+        print(f"         … and {status['unresolved_links'] - len(listed)} more")
     for item in status["skipped"]:
-        print(f"skipped  {item['path']}: {item['reason']}")
+        print(f"skipped  {shown(item['path'])}: {shown(item['reason'])}")
     _more(status.get("skipped_files", 0), len(status["skipped"]), "skipped", "reindex --dry-run")
     for path, warnings in sorted(status["warnings"].items()):
         for warning in warnings:
-            print(f"warning  {path}: {warning}")
+            print(f"warning  {shown(path)}: {shown(warning)}")
     # ``check --verbose`` prints every warning, with a daemon to check
     lists_all = "check --verbose" if "socket" in status else None
     _more(status.get("warned_files", 0), len(status["warnings"]), "warned", lists_all)
     for warning in status.get("config_warnings", []):
-        print(f"config   {warning}")
+        print(f"config   {shown(warning)}")
     print(f"vectors  {vectors_line(status['vectors'])}")

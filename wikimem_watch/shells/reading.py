@@ -22,6 +22,7 @@ from .output import (
     print_json,
     print_result,
     print_status,
+    shown,
 )
 
 TYPE_CHECKING = False  # `typing` costs a client run milliseconds; type checkers see True
@@ -233,7 +234,7 @@ def reindex_command(args: argparse.Namespace) -> int:
     )
     for kind, paths in stats.get("paths", {}).items():
         for path in paths:
-            print(f"  {kind:8} {path}")
+            print(f"  {kind:8} {shown(path)}")
     return EXIT_OK
 
 
