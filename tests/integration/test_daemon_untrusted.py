@@ -305,3 +305,17 @@ def test_a_dry_run_during_the_first_scan_is_refused_not_a_list_of_every_file(
         release.set()
         eventually(lambda: daemon.status()["state"] == "ready", "ready after the scan")
         assert "a rescan would change: 0 changed" in wikimem(*args).stdout
+
+
+def test_the_daemons_log_shows_an_escape_in_a_synced_file_name_escaped_not_obeyed(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """A note's name is the vault's: an ESC in it reached the daemon's terminal raw, both in
+    the problems said with the ready line and in a warning logged later."""
+    (vault / "wiki" / "a\x1b[2Jb.md").write_bytes(b"## x\nbad \xff\n")
+    daemon = start_daemon(vault)
+    eventually(lambda: "a\\x1b[2Jb.md: invalid UTF-8" in daemon.output(), "the ready problems")
+    (vault / "wiki" / "c\x1b]0;owned\x07d.md").write_bytes(b"## y\nbad \xff\n")
+    line = "WARNING wiki/c\\x1b]0;owned\\x07d.md: invalid UTF-8"
+    eventually(lambda: line in daemon.output(), "the later warning logged")
+    assert "\x1b" not in daemon.output() and "\x07" not in daemon.output()

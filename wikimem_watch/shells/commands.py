@@ -47,7 +47,8 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 def _announce(line: str, problem: bool) -> None:
-    print(f"wikimem-watch: {line}", file=sys.stderr if problem else sys.stdout, flush=True)
+    # a line names the vault's files, maybe with an ESC or a newline in a name
+    print(f"wikimem-watch: {shown(line)}", file=sys.stderr if problem else sys.stdout, flush=True)
 
 
 def _check_wait(wait_s: float) -> None:

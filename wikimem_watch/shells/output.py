@@ -28,9 +28,22 @@ def use_logging() -> None:
     root = logging.getLogger()
     if not root.handlers:
         handler = stderr_lines()
-        handler.setFormatter(logging.Formatter("wikimem-watch: %(levelname)s %(message)s"))
+        handler.setFormatter(shown_formatter()("wikimem-watch: %(levelname)s %(message)s"))
         root.addHandler(handler)
     root.setLevel(LOG_LEVEL)
+
+
+def shown_formatter() -> type[logging.Formatter]:
+    import logging
+
+    class Shown(logging.Formatter):
+        """A log line with a note's path or text in it, escaped as ``shown`` escapes it (a
+        traceback after it is the program's own, kept as it is)."""
+
+        def formatMessage(self, record: logging.LogRecord) -> str:
+            return shown(super().formatMessage(record))
+
+    return Shown
 
 
 def stderr_lines() -> logging.Handler:
