@@ -4,14 +4,17 @@ vault cannot send notes or a secret off the machine; the user's own config can a
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from daemon_harness import DaemonProc, eventually
+from daemon_harness import DaemonProc, eventually, wikimem
 from test_http_embedder import Stub, stub  # noqa: F401  (the fixture)
 
-from wikimem_watch.config import user_config_path
+from wikimem_watch.config import load_config, user_config_path
+from wikimem_watch.daemon.runtime import default_socket_path, host_tag
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -102,3 +105,28 @@ def test_python_modules_in_the_vault_never_run_when_started_inside_it(tmp_path: 
     assert done.returncode == 0, done.stderr
     assert '"wiki/front.md"' in done.stdout
     assert not marker.exists(), marker.read_text()
+
+
+def test_a_socket_symlink_planted_in_the_vault_leads_no_command_to_another_vaults_daemon(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """A synced ``.wikimem/daemon-<host>.sock`` that is a symlink to another vault's socket:
+    every command for this vault talked to that daemon (its notes answered, ``stop``
+    stopped it). Now the planted path is not connected to, and the other daemon lives."""
+    other = start_daemon(vault)  # the daemon of another vault, on a socket of its own
+    synced = Path(tempfile.mkdtemp(prefix="wmw-"))  # short: the default socket fits AF_UNIX
+    try:
+        (synced / "wiki").mkdir()
+        (synced / "wiki" / "boats.md").write_text("## Kayak\nA kayak trip.\n", encoding="utf-8")
+        planted = synced / ".wikimem" / f"daemon-{host_tag()}.sock"
+        planted.parent.mkdir()
+        planted.symlink_to(other.sock)
+        assert default_socket_path(load_config(synced)) == planted
+        out = wikimem("query", "sailing", "--vault", str(synced))
+        assert "people.md" not in out.stdout and out.returncode == 1
+        assert "kayak" in wikimem("query", "kayak", "--vault", str(synced)).stdout.lower()
+        stop = wikimem("stop", "--vault", str(synced))
+        assert stop.returncode == 2 and "no daemon is running for vault" in stop.stderr
+        assert other.proc.poll() is None and other.result("status")["state"] == "ready"
+    finally:
+        shutil.rmtree(synced)
