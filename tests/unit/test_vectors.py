@@ -256,6 +256,26 @@ def test_torn_state_is_treated_as_missing_never_fatal(tmp_path: Path, damage: st
     assert len(reloaded.stats()["dropped"]) == 1  # type: ignore[arg-type]
 
 
+def test_a_symlink_or_fifo_planted_in_the_cache_dir_is_never_followed_nor_waited_for(
+    tmp_path: Path,
+) -> None:
+    """The cache dir travels with a synced vault: a keys file planted there as a symlink was
+    followed (to /dev/zero: one endless header line, gigabytes in seconds; to another
+    folder's cache: trusted), and one planted as a FIFO held the load for good."""
+    emb = CountingEmbedder()
+    entries = vault(4)
+    elsewhere, cache_dir = tmp_path / "elsewhere", tmp_path / "cache"
+    VectorSync(emb, open_cache(elsewhere, emb)).sync(entries)
+    cache_dir.mkdir()
+    for name in files(elsewhere):
+        (cache_dir / name).symlink_to(elsewhere / name)
+    os.mkfifo(cache_dir / f"seg-{'0' * 16}.keys.jsonl")  # sorted first: read first
+    cache = open_cache(cache_dir, emb)
+    assert cache.state == "ready" and cache.missing(entries) == list(entries)
+    dropped = "\n".join(cache.stats()["dropped"])  # type: ignore[arg-type]
+    assert "not a regular file" in dropped and "a symlink (not followed)" in dropped
+
+
 def test_npy_whose_rows_disagree_with_its_header_is_dropped(tmp_path: Path) -> None:
     emb = CountingEmbedder()
     entries = vault(4)

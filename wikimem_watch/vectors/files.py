@@ -22,10 +22,13 @@ Rows that are not finite (NaN, ±inf) are never trusted either.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import json
+import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -50,6 +53,27 @@ SEG_KEYS = re.compile(r"seg-[0-9a-f]{16}\.keys\.jsonl")
 MANIFEST_NPY = re.compile(r"vectors-\d{6}\.npy|seg-[0-9a-f]{16}\.npy")
 OURS = re.compile(r"vectors-\d{6}\.npy|seg-[0-9a-f]{16}\.(npy|keys\.jsonl)|\..+\.tmp")
 Span = tuple[str, int, int]  # (content hash, first row, row count): a hash's chunks
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_cache_file(path: Path) -> io.BufferedReader:
+    """``path`` opened for reading, when it is a regular file (else OSError). The cache dir
+    usually travels with a synced vault: a keys file planted there as a symlink to
+    /dev/zero was read as one endless header line (gigabytes in seconds), and a FIFO would
+    hold the open for good (ADR-0011)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, "a symlink (not followed)", str(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def packed(counts: Iterable[tuple[str, int]]) -> list[Span]:
@@ -176,7 +200,7 @@ def read_keys(
     bad: list[int] = []
     rows = 0
     try:
-        with keys_path.open("rb") as fh:
+        with open_cache_file(keys_path) as fh:
             first = fh.readline()
             try:
                 header = json.loads(first.decode("utf-8")) if first else None
@@ -260,7 +284,7 @@ def read_matrix(
 
     rows, dim = out.shape
     try:
-        with npy_path.open("rb") as fh:
+        with open_cache_file(npy_path) as fh:
             whole = hashlib.sha256(_npy_prefix(npy_path.name, fh, rows, dim))
             good = np.zeros(rows, dtype=bool)
             step = max(1, READ_BYTES // (dim * 4))
@@ -384,7 +408,7 @@ def npy_of(keys_name: str) -> str:
 def manifest_target(path: Path) -> str:
     """The ``vectors_file`` named by a keys file's header line ("" when unreadable)."""
     try:
-        with path.open("rb") as fh:
+        with open_cache_file(path) as fh:
             header = json.loads(fh.readline(1 << 20))
     except (OSError, ValueError):
         return ""
