@@ -112,7 +112,7 @@ def test_a_socket_symlink_planted_in_the_vault_leads_no_command_to_another_vault
 ) -> None:
     """A synced ``.wikimem/daemon-<host>.sock`` that is a symlink to another vault's socket:
     every command for this vault talked to that daemon (its notes answered, ``stop``
-    stopped it). Now the planted path is not connected to, and the other daemon lives."""
+    stopped it). Now no command goes through it, and the other daemon lives."""
     other = start_daemon(vault)  # the daemon of another vault, on a socket of its own
     synced = Path(tempfile.mkdtemp(prefix="wmw-"))  # short: the default socket fits AF_UNIX
     try:
@@ -120,8 +120,9 @@ def test_a_socket_symlink_planted_in_the_vault_leads_no_command_to_another_vault
         (synced / "wiki" / "boats.md").write_text("## Kayak\nA kayak trip.\n", encoding="utf-8")
         planted = synced / ".wikimem" / f"daemon-{host_tag()}.sock"
         planted.parent.mkdir()
+        assert default_socket_path(load_config(synced)) == planted  # the path clients try
         planted.symlink_to(other.sock)
-        assert default_socket_path(load_config(synced)) == planted
+        assert default_socket_path(load_config(synced)) != planted
         out = wikimem("query", "sailing", "--vault", str(synced))
         assert "people.md" not in out.stdout and out.returncode == 1
         assert "kayak" in wikimem("query", "kayak", "--vault", str(synced)).stdout.lower()

@@ -49,6 +49,25 @@ def test_a_socket_path_too_long_for_af_unix_moves_to_the_runtime_dir(
     assert default_socket_path(Config(vault=deep)) == path  # clients derive the same one
 
 
+@pytest.mark.parametrize("planted", ["symlink", "file"])
+def test_something_planted_as_the_default_socket_moves_the_socket_to_the_runtime_dir(
+    tmp_path: Path, runtime: Path, planted: str
+) -> None:
+    """A synced vault's ``.wikimem/daemon-<host>.sock`` that no daemon made: a symlink led
+    every client to the socket it names (another vault's daemon), and a file stopped the
+    daemon from starting. The daemon and its clients derive another path, both alike."""
+    vault = tmp_path / "v"
+    (vault / ".wikimem").mkdir(parents=True)
+    preferred = default_socket_path(Config(vault=vault))
+    assert preferred == vault / ".wikimem" / f"daemon-{host_tag()}.sock"
+    if planted == "symlink":
+        preferred.symlink_to(tmp_path / "another-vaults-daemon.sock")
+    else:
+        preferred.write_text("synced from elsewhere\n", encoding="utf-8")
+    moved = default_socket_path(Config(vault=vault))
+    assert moved.parent == runtime / "wikimem-watch" and moved.suffix == ".sock"
+
+
 def test_without_xdg_runtime_dir_a_private_temp_dir_is_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,7 +23,6 @@ import errno
 import itertools
 import os
 import socket
-import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -64,29 +63,7 @@ def find_socket(config: Config | VaultLocation) -> Path:
     info = read_live_lock(lock_path(config))
     if info is not None and info.socket:
         return Path(info.socket)
-    path = default_socket_path(config)
-    why = _not_a_daemons(path)
-    if why is not None:
-        raise DaemonUnavailable(f"{str(path)!r} is {why}: not connected to it")
-    return path
-
-
-def _not_a_daemons(path: Path) -> str | None:
-    """Why the default socket ``path`` cannot be this vault's daemon, or ``None`` (also when
-    nothing is there). It usually lies in the vault's cache dir, which a synced vault brings
-    along: a symlink planted there led every client to another vault's daemon (a ``stop``
-    stopped it, a write landed in it) or to a socket another user listens on."""
-    try:
-        st = path.lstat()
-    except OSError:
-        return None  # nothing there: connecting says so
-    if stat.S_ISLNK(st.st_mode):
-        return f"a symlink to {os.path.realpath(path)!r}, not the socket a daemon made"
-    if not stat.S_ISSOCK(st.st_mode):
-        return "not a socket"
-    if st.st_uid != os.getuid():
-        return "another user's socket"
-    return None
+    return default_socket_path(config)
 
 
 def open_socket(
@@ -244,7 +221,7 @@ def connect(config: Config | VaultLocation | None, socket_path: Path | None = No
         return Client(socket_path)
     if config is None:
         raise DaemonUnavailable("give --vault DIR or --socket PATH")
-    if config.socket is None and _not_a_daemons(default_socket_path(config)) is None:
+    if config.socket is None:
         try:  # the usual case: the vault's daemon on its default path, settled in one connect
             client = Client(default_socket_path(config), retry_s=0.0)
         except DaemonUnavailable:
