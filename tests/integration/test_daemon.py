@@ -433,3 +433,30 @@ def test_a_folder_made_unreadable_and_readable_again_is_seen_at_once(
     finally:
         wiki.chmod(0o755)
         rpc.close()
+
+
+def test_a_symlink_to_a_note_made_again_is_read_again(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """A symlink whose note is deleted dangles (out of the index); when the note is made
+    again, a fresh scan reads the symlink too, so the daemon must, on a running daemon and
+    on one started from the snapshot while it dangled."""
+    people = vault / "wiki" / "people.md"
+    text = people.read_text(encoding="utf-8")
+    (vault / "alias.md").symlink_to("wiki/people.md")
+    both = {"alias.md", "wiki/people.md"}
+    for loaded in (False, True):
+        proc = start_daemon(vault)
+        assert proc.result("status")["snapshot"]["loaded"] is loaded
+        rpc = proc.rpc()
+        if not loaded:
+            assert paths_for(rpc, "sailing") == both
+            people.unlink()
+            eventually(searchable(rpc, "sailing", set()), "the note and its symlink dropped")
+        people.write_text(text, encoding="utf-8")
+        eventually(searchable(rpc, "sailing", both), "the symlink read with its note")
+        check = wikimem("check", "--vault", str(vault), "--socket", str(proc.sock))
+        assert check.returncode == 0, check.stdout
+        rpc.close()
+        proc.stop()
+        people.unlink()

@@ -84,6 +84,7 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
         self.skipped: dict[str, str] = {}
         self.linked_dirs: dict[str, str] = {}  # symlinked dirs leading outside: not followed
         self._links_to: dict[str, set[str]] = {}  # note → symlinks in the vault leading to it
+        self._dangling: dict[str, str] = {}  # dangling symlink → its note (also in _links_to)
         self.days: dict[str, array[int]] = {}  # date → its diary slots, by (time, line)
         self._names: Names | None = {}  # None until first needed after a restore
         self._links: LinkMap | None = None  # links.py: built when first read, then kept
@@ -289,6 +290,7 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
                     self._drop(p.rel)
                     added.append(p)
                     stats.changed.append(p.rel)
+                self._track_dangling(p)  # after ``_drop``, which forgets the old target
             self._add(added)
             if self._dropped_names:  # a note gone (or unindexed) for good
                 self._links = None
@@ -344,6 +346,19 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
             ordered = sorted(self.days[day], key=lambda s: (minute.item(s), line.item(s)))
             self.days[day] = array("i", ordered)
             self._link_day(day)
+
+    def _track_dangling(self, p: Prepared) -> None:
+        """Keep a dangling symlink in ``_links_to``: the note it leads to, made again (or
+        moved back), applies it too, as a fresh scan would read it."""
+        gone_to = self._dangling.pop(p.rel, None)
+        if gone_to is not None:
+            links = self._links_to[gone_to]
+            links.discard(p.rel)
+            if not links:
+                del self._links_to[gone_to]
+        if p.dangling is not None:
+            self._dangling[p.rel] = p.dangling
+            self._links_to.setdefault(p.dangling, set()).add(p.rel)
 
     def _drop(self, rel: str) -> bool:
         self.skipped.pop(rel, None)

@@ -20,7 +20,7 @@ from ..vectors.texts import embedding_texts
 from .facts import asked_before, ends_asking, indexed_text, make_tokenizer
 from .models import Entry
 from .parse import parse_note, text_hash
-from .vault import NoteFilter, SkipFile, read_note
+from .vault import NoteFilter, SkipFile, dangling_target, read_note
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,7 @@ class Prepared:
 
     rel: str
     gone: bool = False
+    dangling: str | None = None  # gone, a symlink to this vault path: read when it comes
     skip: str = ""
     record: FileRecord | None = None
     entries: tuple[Entry, ...] = ()
@@ -89,7 +90,7 @@ class FilePreparer:
             follow = self.config.follow_external_symlinks
             note = read_note(self.root, rel, follow_external=follow, real_root=real_root)
         except FileNotFoundError:
-            return Prepared(rel, gone=True)
+            return Prepared(rel, gone=True, dangling=dangling_target(self.root, rel, real_root))
         except SkipFile as exc:
             return Prepared(rel, skip=exc.reason)
         digest = text_hash(note.text)

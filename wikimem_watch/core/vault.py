@@ -206,6 +206,21 @@ def read_note(
         return NoteText(text, f"invalid UTF-8 at byte {exc.start}; bad bytes replaced", target)
 
 
+def dangling_target(root: Path, rel: str, real_root: str | None = None) -> str | None:
+    """The vault-relative path a dangling symlink at ``rel`` leads to, when inside the vault
+    (``None``: not a symlink, not dangling, or leading out): the note it will read once that
+    path is made again."""
+    path = os.path.join(root, *rel.split("/"))
+    if not os.path.islink(path) or os.path.exists(path):
+        return None
+    real_root = real_root or os.path.realpath(root)
+    real = os.path.realpath(path)
+    if not is_inside(real_root, real) or ("/" in rel and _through_linked_dir(path, real_root, rel)):
+        return None
+    real_rel = _rel_posix(real_root, real)
+    return real_rel if real_rel != rel else None
+
+
 def _walk_lists(root: Path, rel: str) -> bool:
     """True when every folder from ``root`` down to ``rel``'s own can be listed, as
     ``iter_notes`` lists them (asked only when a read failed: a ``scandir`` per folder)."""
