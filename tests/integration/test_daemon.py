@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from daemon_harness import DaemonProc, Rpc, eventually, short_socket_path, wikimem
 from test_daemon_untrusted import running
+from watchdog.events import DirCreatedEvent, DirModifiedEvent
 
 from tests.conftest import FakeObserver
 from wikimem_watch.config import load_config
@@ -460,3 +461,29 @@ def test_a_symlink_to_a_note_made_again_is_read_again(
         rpc.close()
         proc.stop()
         people.unlink()
+
+
+def test_a_note_only_the_listing_of_a_new_polled_folder_saw_leaves_when_it_is_deleted(
+    vault: Path,
+) -> None:
+    """The polling observer reports a new folder and the daemon lists it, reading a note made
+    after the observer looked; the note is deleted before it looks again, so all it reports
+    is that the folder's listing changed. The note must leave the index (it stayed until the
+    safety rescan: a burst of notes made and deleted left some behind)."""
+    observer = FakeObserver()
+    daemon = Daemon(
+        load_config(vault), socket_path=short_socket_path(), safety_rescan_s=0, force_polling=True
+    )
+    daemon.watcher.polling_factory = lambda: observer
+    folder = vault / "drafts"
+    with running(daemon):
+        eventually(lambda: daemon.state == "ready", "ready")
+        folder.mkdir()
+        (folder / "a.md").write_text("## x\nbrief\n", encoding="utf-8")
+        observer.emit(DirCreatedEvent(str(folder)))
+        eventually(lambda: "drafts/a.md" in daemon.engine.files, "the new folder listed")
+        (folder / "a.md").unlink()
+        observer.emit(DirModifiedEvent(str(folder)))
+        eventually(lambda: "drafts/a.md" not in daemon.engine.files, "the deleted note dropped")
+        check = wikimem("check", "--vault", str(vault), "--socket", str(daemon.socket_path))
+    assert check.returncode == 0, check.stdout

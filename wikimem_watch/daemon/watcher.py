@@ -28,6 +28,7 @@ from watchdog.events import (
     DirAttribEvent,
     DirCreatedEvent,
     DirDeletedEvent,
+    DirModifiedEvent,
     DirMovedEvent,
     FileAttribEvent,
     FileClosedEvent,
@@ -53,6 +54,10 @@ WATCHED_EVENTS = (
     DirMovedEvent,
     DirAttribEvent,  # a folder made (un)readable: its notes come and go, as a scan sees them
 )
+# Polling also re-lists a folder whose listing changed: a note the daemon read when it listed a
+# new folder, made after the observer's look and gone before its next, is reported by nothing
+# else (a folder a burst of notes came and went in kept them in the index).
+POLLED_EVENTS = (*WATCHED_EVENTS, DirModifiedEvent)
 _OVERFLOW_LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
 
 
@@ -220,6 +225,7 @@ class Watcher(FileSystemEventHandler):
         self.polling_factory = polling_factory or polling_observer
         self.kind = "none"
         self._observer: Observer | None = None
+        self._relists_modified = False  # polling: a folder's listing changed → re-list it
         self._pending = _Pending()
         self._cond = threading.Condition()
         self._stopping = False
@@ -238,15 +244,17 @@ class Watcher(FileSystemEventHandler):
     def _start_observer(self) -> tuple[Observer, str]:
         if not self.force_polling:
             try:
-                return self._schedule(self.observer_factory()), "native"
+                return self._schedule(self.observer_factory(), polling=False), "native"
             except OSError as exc:  # e.g. the inotify watch limit is reached
                 log.warning(
                     "native file watching unavailable (%s); polling every second instead", exc
                 )
-        return self._schedule(self.polling_factory()), "polling"
+        return self._schedule(self.polling_factory(), polling=True), "polling"
 
-    def _schedule(self, observer: Observer) -> Observer:
-        observer.schedule(self, str(self.root), recursive=True, event_filter=list(WATCHED_EVENTS))
+    def _schedule(self, observer: Observer, *, polling: bool) -> Observer:
+        self._relists_modified = polling
+        events = POLLED_EVENTS if polling else WATCHED_EVENTS
+        observer.schedule(self, str(self.root), recursive=True, event_filter=list(events))
         observer.start()
         return observer
 
@@ -276,6 +284,9 @@ class Watcher(FileSystemEventHandler):
             self._mark(rescan=True)
 
     def _translate(self, event: FileSystemEvent) -> tuple[list[str], list[str]]:
+        if isinstance(event, DirModifiedEvent) and self._relists_modified:
+            rel = self._rel(os.fsdecode(event.src_path))  # the vault's own: no rescan for it
+            return [], [rel] if rel and self._visible_dir(rel) else []
         if not isinstance(event, WATCHED_EVENTS):
             return [], []  # opens and reads (our own too) and directory mtime changes
         ends = [event.src_path]
