@@ -662,3 +662,26 @@ def test_an_explicit_window_that_holds_nothing_says_so(tmp_path: Path) -> None:
     # Widened first (±1, then ±3 days), and still empty: the note names what was searched.
     assert result["widened"] is True
     assert result["note"] == "the window 2026-11-07..2026-11-15 holds no diary entries"
+
+
+def test_ties_rank_the_same_in_a_live_index_and_a_fresh_scan(tmp_path: Path) -> None:
+    """Forty entries match "coffee" equally; which of them join the information pool (20)
+    was decided by slot order, which edits change and a fresh scan does not share."""
+
+    def text(i: int) -> str:
+        return f"## 09:00\n\ncoffee word{i % 7} zz{i}\n"
+
+    files = {f"n{i:02d}.md": text(i) for i in range(40)}
+    live = engine_for(tmp_path, files)
+    first = [f"n{i:02d}.md" for i in range(20)]
+    for rel in first:  # gone and back: their entries take new slots after the others
+        (tmp_path / rel).unlink()
+    live.apply(first)
+    for rel in first:
+        write(tmp_path, rel, files[rel])
+    live.apply(first)
+    fresh = Engine(load_config(tmp_path))
+    fresh.scan()
+    for k in (5, 10, 30):
+        got = [h["id"] for h in hits(ask(live, q="coffee", k=k))]
+        assert got == [h["id"] for h in hits(ask(fresh, q="coffee", k=k))]

@@ -13,6 +13,7 @@ window's listing) is ``context.py``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
@@ -263,7 +264,7 @@ def _information(engine: Engine, slots: I64, fused: F64, inside: B1, pool: int) 
     """
     info = np.zeros(slots.size)
     groups = (np.flatnonzero(inside), np.flatnonzero(~inside))
-    best = np.concatenate([g[best_first(fused[g], pool)] for g in groups])
+    best = np.concatenate([g[best_first(fused[g], pool, _ids(engine, slots[g]))] for g in groups])
     untimed = engine.store.minute[slots[best]] < 0  # wiki and note items have no time either
     turns, items = best[~untimed], best[untimed]
     info[turns] = normalise_max(engine.information(slots[turns].tolist()))
@@ -365,7 +366,7 @@ def _with_vectors(
     waiting = np.zeros(slots.size, dtype=bool)
     if vectors is None or weights.vector <= 0 or not text.strip():
         return slots, own, prior, cos, waiting, False
-    pool = best_first(own + prior, VECTOR_POOL)
+    pool = best_first(own + prior, VECTOR_POOL, _ids(engine, slots))
     keys = [engine.vector_key(int(s)) for s in slots[pool]]
     found = vectors.cosines(text, keys, max(50, req.k * 5))
     if found is None:
@@ -396,3 +397,8 @@ def _with_vectors(
         cos = np.concatenate([cos, [found[engine.vector_key(int(s))] for s in extra]])[order]
         waiting = np.concatenate([waiting, np.zeros(extra.size, dtype=bool)])[order]
     return slots, own, prior, cos, waiting, True
+
+
+def _ids(engine: Engine, slots: I64) -> Callable[[int], str]:
+    """Candidate ``j``'s entry id: the tie-break that a live index and a fresh scan share."""
+    return lambda j: engine.slot_id(int(slots[j]))
