@@ -109,6 +109,16 @@ def test_query_parameters_that_are_numbers_or_booleans_are_read_from_the_url(web
     assert status == 400 and "half_life_days" in body["error"]["message"]
 
 
+def test_parse_time_in_the_url_is_a_boolean_like_the_others(web: Http) -> None:
+    url = "/v1/query?q=coffee+yesterday&now=2026-07-21T09:00"
+    status, result = web.request("GET", url)
+    assert status == 200 and result["time_range"]["start"] == "2026-07-20"
+    for off in ("false", "0"):
+        status, result = web.request("GET", f"{url}&parse_time={off}")
+        assert status == 200, result
+        assert result["time_range"] is None and "yesterday" in result["query_terms"]
+
+
 def test_rpc_takes_the_socket_s_json_rpc_objects(web: Http) -> None:
     req = {"jsonrpc": "2.0", "id": 7, "method": "query", "params": {"q": "coffee", "k": 1}}
     status, reply = web.request("POST", "/rpc", json.dumps(req).encode())

@@ -57,7 +57,7 @@ _LIST_PARAMS = frozenset({"kinds", "paths", "tags"})
 # GET /v1/query parameters that are numbers or booleans, which a URL spells as text.
 _INT_PARAMS = frozenset({"k", "budget_tokens"})
 _FLOAT_PARAMS = frozenset({"half_life_days"})
-_BOOL_PARAMS = frozenset({"explain", "expand_links"})
+_BOOL_PARAMS = frozenset({"explain", "expand_links", "parse_time"})
 _BOOLS = {"true": True, "1": True, "false": False, "0": False}
 
 
