@@ -183,6 +183,21 @@ def test_a_journal_line_after_a_torn_last_line_starts_a_line_of_its_own(tmp_path
     assert [(e["action"], e["time"]) for e in entries] == [("diary", "09:00")]
 
 
+def test_a_missing_journal_reads_as_an_empty_one_with_every_field(tmp_path: Path) -> None:
+    """docs/protocol.md promises ``skipped`` in every reply; with no journal.jsonl it was
+    left out, and a cursor from before a rotation that removed the file was not a reset."""
+    from wikimem_watch.daemon.journal import read_journal
+
+    assert read_journal(tmp_path, None, 10) == {
+        "entries": [],
+        "cursor": 0,
+        "reset": False,
+        "skipped": 0,
+    }
+    assert read_journal(tmp_path, 2214, 10)["reset"] is True
+    assert read_journal(tmp_path, 0, 10)["reset"] is False
+
+
 def test_a_journal_that_shrank_below_the_cursor_is_read_on_from_its_start(
     tmp_path: Path,
 ) -> None:

@@ -124,14 +124,16 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
     ``reset`` says the file shrank below ``since`` (rotated) and reading restarted at 0.
     Lines that are not JSON objects are skipped."""
     path = root / JOURNAL_NAME
+    # No journal (yet, or rotated away) reads as an empty file: every field of a reply.
+    empty = {"entries": [], "cursor": 0, "reset": bool(since), "skipped": 0}
     try:
         fd = os.open(path, _READ)
     except FileNotFoundError:
-        return {"entries": [], "cursor": 0, "reset": False}
+        return empty
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return {"entries": [], "cursor": 0, "reset": False}
+            return empty
         size = st.st_size
         reset = since is not None and since > size
         if since is None or reset:
