@@ -196,3 +196,29 @@ def test_every_test_the_reliability_page_cites_exists() -> None:
         if not re.search(rf"^def {name}\(", (root / path).read_text(encoding="utf-8"), re.M)
     ]
     assert missing == []
+
+
+def test_the_http_query_url_takes_every_query_field_with_its_type() -> None:
+    """``GET /v1/query`` names every query field but ``weights`` (``POST /rpc`` takes that),
+    and each boolean, number and list field is read from the URL as one."""
+    import dataclasses
+    import typing
+
+    from wikimem_watch.daemon import http
+    from wikimem_watch.retrieval.request import QueryRequest
+
+    url = re.search(r"`GET /v1/query\?([^`]+)`", PROTOCOL)
+    assert url, "docs/protocol.md shows the GET /v1/query URL"
+    named = {pair.split("=")[0] for pair in url.group(1).split("&")}
+    fields = {f.name: f for f in dataclasses.fields(QueryRequest)}
+    assert named == set(fields) - {"weights"}, "the documented URL names every query field"
+    typed = {
+        bool: http._BOOL_PARAMS,
+        int: http._INT_PARAMS,
+        int | None: http._INT_PARAMS,
+        float | None: http._FLOAT_PARAMS,
+        tuple[str, ...]: http._LIST_PARAMS,
+    }
+    for name, hint in typing.get_type_hints(QueryRequest).items():
+        if hint in typed:
+            assert name in typed[hint], f"GET /v1/query reads {name} as text"
