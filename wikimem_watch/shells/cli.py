@@ -226,7 +226,9 @@ def _check(sub: Any) -> None:
         "--follow-external-symlinks, whatever is given here)"
     )
     _add_index_flags(c)
-    c.add_argument("--wait", type=float, default=10.0, help="seconds to wait for quiet")
+    c.add_argument(
+        "--wait", type=float, default=10.0, help="seconds to wait for quiet (default 10)"
+    )
     c.add_argument("--verbose", action="store_true", help="also print the vault's parse warnings")
 
 
