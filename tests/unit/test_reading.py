@@ -104,6 +104,15 @@ def test_status_in_process_lists_unresolved_links_but_not_image_embeds(vault: Pa
     assert "links    1 unresolved\n         [[places]] in wiki/people.md:3\n" in table
 
 
+def test_status_says_when_the_cache_dir_cannot_be_used(vault: Path, tmp_path: Path) -> None:
+    """``status.cache`` said it; the table left it out, so no vectors came with no reason."""
+    (tmp_path / "elsewhere").mkdir()
+    (vault / ".wikimem").symlink_to(tmp_path / "elsewhere")
+    table = cli("status", "--vault", str(vault), "--in-process").stdout
+    lines = [ln for ln in table.splitlines() if ln.startswith("cache    ")]
+    assert len(lines) == 1 and "outside the vault" in lines[0], table
+
+
 def test_status_lists_20_skipped_and_warned_files_and_counts_them_all(vault: Path) -> None:
     """1,000 binary notes made ``status`` one line (and one JSON object) per file."""
     for i in range(25):

@@ -295,4 +295,7 @@ def print_status(status: dict[str, Any]) -> None:
     _more(status.get("warned_files", 0), len(status["warnings"]), "warned", lists_all)
     for warning in status.get("config_warnings", []):
         print(f"config   {shown(warning)}")
+    cache = status.get("cache")
+    if cache and not cache["usable"]:  # serving without caches: no vectors, no config.toml
+        print(f"cache    {shown(cache['problem'])}")
     print(f"vectors  {vectors_line(status['vectors'])}")
