@@ -53,6 +53,34 @@ def test_status_describes_a_ready_index(daemon: DaemonProc) -> None:
     rpc.close()
 
 
+def test_every_field_a_reply_carries_is_named_in_the_protocol_docs(daemon: DaemonProc) -> None:
+    """docs/protocol.md names each field the methods send (a field sent but never documented
+    is one a client cannot know to read)."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text("utf-8")
+    rpc = daemon.rpc()
+    status = rpc.result("status")
+    query = rpc.result("query", {"q": "coffee yesterday", "now": "2026-07-21T09:00"})
+    replies = {
+        "hello": rpc.result("hello"),
+        "status": status,
+        "status.snapshot": status["snapshot"],
+        "status.socket_limits": status["socket_limits"],
+        "status.cache": status["cache"],
+        "query": query,
+        "query.hits": query["hits"][0],
+        "query.time_range": query["time_range"],
+        "days": rpc.result("days"),
+        "day": rpc.result("day", {"date": "2026-07-20"})["entries"][0],
+        "file_digests": rpc.result("file_digests"),
+        "reindex": rpc.result("reindex", {"dry_run": True}),
+        "journal": rpc.result("journal"),
+    }
+    rpc.close()
+    for where, reply in replies.items():
+        missing = {k for k in reply if f"`{k}`" not in doc and f'"{k}"' not in doc}
+        assert not missing, f"docs/protocol.md never names {where} field(s) {sorted(missing)}"
+
+
 def test_socket_is_private_and_cache_dir_is_gitignored(daemon: DaemonProc) -> None:
     assert stat.S_IMODE(daemon.sock.stat().st_mode) == 0o600
     assert (daemon.vault / ".wikimem" / ".gitignore").read_text() == "*\n"
