@@ -119,6 +119,11 @@ def test_parse_time_in_the_url_is_a_boolean_like_the_others(web: Http) -> None:
         assert result["time_range"] is None and "yesterday" in result["query_terms"]
 
 
+def test_a_get_of_rpc_says_it_takes_a_post_not_that_there_is_no_such_endpoint(web: Http) -> None:
+    status, body = web.request("GET", "/rpc")
+    assert status == 404 and "takes a POST" in body["error"]["message"], body
+
+
 def test_rpc_takes_the_socket_s_json_rpc_objects(web: Http) -> None:
     req = {"jsonrpc": "2.0", "id": 7, "method": "query", "params": {"q": "coffee", "k": 1}}
     status, reply = web.request("POST", "/rpc", json.dumps(req).encode())

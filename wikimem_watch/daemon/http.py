@@ -305,6 +305,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif parts == ["v1", "changes"]:
                 self._stream_changes(query)
                 return
+            elif parts == ["rpc"]:  # it is there: it takes a POST
+                raise NotFound("/rpc takes a POST of one JSON-RPC object, not a GET")
             else:
                 raise NotFound(f"no such endpoint {url.path!r}; see docs/protocol.md (HTTP)")
         except (WatchError, ProtocolError) as exc:
