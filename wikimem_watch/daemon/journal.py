@@ -7,7 +7,7 @@ Writes through the daemon (ADR-0016)::
 
 and external changes the watcher applied (one line per file, after debouncing)::
 
-    {"ts", "action": "edit"|"create"|"delete"|"move", "path", "by": "external"}
+    {"ts", "action": "edit"|"create"|"delete"|"move", "path", "by": "external", "from"? (a move)}
 
 Lines may carry a ``detail`` (as wikimem's own journal may), e.g. when a write was
 re-applied after an editor's save overwrote it. Each line is one ``write`` on an
