@@ -3,6 +3,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import os
 import shutil
 import socket
 import tempfile
@@ -28,6 +29,16 @@ shutil.copytree(
     ignore=shutil.ignore_patterns(".wikimem"),
 )
 atexit.register(shutil.rmtree, EXAMPLE.parent, True)
+
+# The user's runtime and cache folders are this session's own (short, so sockets fit): daemons
+# started by the tests leave their HTTP tokens, locks and index snapshots there, not in the
+# developer's /tmp/wikimem-watch-<uid> and ~/.cache. Set before any test, inherited by every
+# daemon a test starts; a test about these folders sets its own.
+_USER_DIRS = Path(tempfile.mkdtemp(prefix="wmw-xdg-"))
+for _name, _sub in (("XDG_RUNTIME_DIR", "run"), ("XDG_CACHE_HOME", "cache")):
+    (_USER_DIRS / _sub).mkdir(mode=0o700)
+    os.environ[_name] = str(_USER_DIRS / _sub)
+atexit.register(shutil.rmtree, _USER_DIRS, True)
 
 
 @pytest.fixture(autouse=True)
