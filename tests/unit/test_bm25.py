@@ -349,3 +349,38 @@ def test_one_cjk_character_is_scored_as_the_character_in_every_bigram_that_holds
     index.remove("zoo")  # a tombstone: the union must not count it
     assert set(scores_by_key(index, ["猫"])) == {"sick", "alone"}
     assert index.index.score(["狗"])[0].size == 0
+
+
+def test_terms_that_churn_through_the_index_leave_no_per_term_memory_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An editor's autosaves index half-typed words that the next save removes: each such
+    # term is forgotten at compaction, and its id must not be held in every per-term list
+    # (nor its postings in the base) for as long as the daemon runs.
+    from wikimem_watch.core import bm25
+
+    monkeypatch.setattr(bm25, "PACK_TERMS", 8)
+    monkeypatch.setattr(bm25, "COMPACT_MIN", 4)
+    index = Bm25Index()
+    index.start_bulk()
+    index.add_many([["猫咪", "base", f"b{i}"] for i in range(6)])  # a base, as a snapshot
+    keyed = Keyed(index)
+    for i in range(6):
+        keyed.docs[f"b{i}"] = (i, ["猫咪", "base", f"b{i}"])
+    assert scores_by_key(keyed, ["猫"])  # the character index is built before the churn
+    docs = {k: t for k, (_, t) in keyed.docs.items()}
+    for n in range(2000):
+        key = f"note{n % 5}"
+        docs[key] = ["common", f"typed{n}", f"half{n}", "小猫" if n % 2 else "base"]
+        keyed.upsert(key, docs[key])
+        index.flush()
+    assert index.forgotten > 3000
+    held = len(docs) * 4 + 8
+    assert len(index._terms) <= held and len(index._df) <= held
+    assert len(index._post_slot) <= held and index._base_at.size <= held
+    assert index._base_slots.size <= 4 * held
+    for query in (["common"], ["base"], ["b3"], ["typed1999", "half1998"], ["小猫"]):
+        assert_same(scores_by_key(keyed, query), naive_bm25(docs, query))
+    assert set(scores_by_key(keyed, ["猫"])) == {
+        k for k, t in docs.items() if "猫咪" in t or "小猫" in t
+    }

@@ -364,11 +364,14 @@ class Bm25Index(Bm25Queries):
         if not force and len(self._dead) < max(COMPACT_MIN, COMPACT_FRACTION * self._live):
             return
         alive = self._alive
+        forgotten = self.forgotten
         for tid in self._dirty_terms:
             slots, tfs = self.postings(tid)
             keep = alive[slots]
             if keep.all():
                 continue
+            if self._post_slot[tid] is None:  # its slice of the base is garbage from now on
+                self._base_garbage += slots.size
             self._post_slot[tid] = array("i", slots[keep].tobytes())
             self._post_tf[tid] = array("i", tfs[keep].astype(np.int32).tobytes())
             if self._df[tid] == 0:
@@ -380,6 +383,13 @@ class Bm25Index(Bm25Queries):
         self._free.extend(self._dead)
         self._dead.clear()
         self._dirty_terms.clear()
+        # A forgotten term still holds its id's entries in every per-term list: churn (an
+        # editor's autosaves of half-typed words, numbers) would grow them for good. Once
+        # they outnumber the live terms, renumber (in a flush that forgot terms, so the
+        # callers that keep term ids, which watch ``forgotten``, drop them).
+        held = len(self._terms) - len(self._term_id)
+        if self.forgotten > forgotten and held > max(PACK_TERMS, len(self._term_id)):
+            self._renumber()
 
     def _pack(self) -> None:
         """Move the rare terms among those given their own buffers since the last pack into
@@ -405,6 +415,31 @@ class Bm25Index(Bm25Queries):
         self._base_tfs = np.concatenate([self._base_tfs, tfs])  # the wider of the two types
         for t in small:
             self._post_slot[t] = self._post_tf[t] = None
+
+    def _renumber(self) -> None:
+        """Give the terms still held ids 0..n-1 in their order, dropping the forgotten ones
+        from every per-term list (and their postings from the base)."""
+        self._rebase()  # forgotten terms have left the base: it keeps only the terms in it
+        keep = [tid for tid, term in enumerate(self._terms) if term]
+        new_id = np.full(len(self._terms), -1, dtype=np.int64)
+        new_id[keep] = np.arange(len(keep), dtype=np.int64)
+        self._terms = [self._terms[t] for t in keep]
+        self._term_id = {term: i for i, term in enumerate(self._terms)}
+        self._df = [self._df[t] for t in keep]
+        self._post_slot = [self._post_slot[t] for t in keep]
+        self._post_tf = [self._post_tf[t] for t in keep]
+        based = np.asarray(keep, dtype=np.int64)
+        based = based[based < self._base_at.size]
+        base_at = np.zeros(len(keep), dtype=np.int64)
+        base_len = np.zeros(len(keep), dtype=np.int32)
+        base_at[new_id[based]] = self._base_at[based]
+        base_len[new_id[based]] = self._base_len[based]
+        self._base_at, self._base_len = base_at, base_len
+        self._fresh = {int(new_id[t]) for t in self._fresh if new_id[t] >= 0}
+        self._unsorted = {int(new_id[t]) for t in self._unsorted if new_id[t] >= 0}
+        self._char_index, self._char_indexed = {}, 0
+        self._char_memo.clear()
+        self.changes += 1
 
     def _rebase(self) -> None:
         """The base arrays without the postings of terms that have moved out of them."""

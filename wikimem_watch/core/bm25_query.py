@@ -167,8 +167,8 @@ class Bm25Queries:
     def _char_term_ids(self, char: str) -> list[int]:
         """Ids of the one- and two-character East-Asian terms holding ``char``, from one
         index of the vocabulary by character. Term ids are never given again (a dropped
-        term's name becomes ""), so the index is extended by the terms added since, never
-        rebuilt."""
+        term's name becomes ""), so the index is extended by the terms added since; it is
+        rebuilt only after ``flush`` renumbers the terms (which empties it)."""
         terms, index, done = self._terms, self._char_index, self._char_indexed
         if done < len(terms):
             # The East-Asian terms found by C-level iteration; the loop is over those only.
@@ -188,8 +188,9 @@ class Bm25Queries:
         return self.idf_sum(self.term_ids(terms))
 
     def term_ids(self, terms: Iterable[str]) -> array[int]:
-        """The ids of the distinct ``terms`` the index holds. An id stays the term's while
-        any document holds it; ``forgotten`` counts the terms dropped since the start."""
+        """The ids of the distinct ``terms`` the index holds. An id stays the term's until
+        ``forgotten`` (the terms dropped since the start) changes: a flush that drops terms
+        may renumber the rest."""
         return array("i", {t for t in map(self._term_id.get, terms) if t is not None})
 
     def idf_sum(self, tids: Iterable[int]) -> float:
