@@ -246,6 +246,8 @@ def _read_user_file(path: Path) -> tuple[dict[str, object], dict[str, Endpoint]]
     """The user's settings and allowed endpoints; a problem is the user's ConfigError."""
     try:
         if not path.is_file():
+            if path.exists():  # a folder, a FIFO (reading it would block), a device
+                raise ConfigError(f"{path}: not a regular file; make it one or remove it")
             return {}, {}
     except OSError as exc:  # a folder on the way that cannot be searched
         raise ConfigError(f"{path}: {exc.strerror}") from None

@@ -194,6 +194,17 @@ def test_a_vault_pick_the_user_did_not_allow_never_shadows_the_users_own_pick(
     assert load_config(tmp_path).embed_url == "http://127.0.0.1:8081/v1"
 
 
+def test_a_user_config_that_is_not_a_regular_file_is_named_not_skipped(tmp_path: Path) -> None:
+    path = user_config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)  # reading it would block; skipping it hid the user's settings silently
+    try:
+        with pytest.raises(ConfigError, match="not a regular file"):
+            load_config(tmp_path)
+    finally:
+        path.unlink()
+
+
 def test_the_user_naming_an_unknown_endpoint_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not one of the user's"):
         load_config(tmp_path, {"embed_endpoint": "nowhere"})
