@@ -122,3 +122,12 @@ def test_a_refused_value_is_echoed_short_whatever_its_size(fields: dict[str, obj
         req = QueryRequest.from_dict({"q": "x", **fields})
         resolve_gate(req, local_now(req))
     assert len(info.value.message) < 300
+
+
+@pytest.mark.parametrize("path", ["../x", "..", "diary/../../etc", "..\\notes"])
+def test_a_path_filter_that_leaves_the_vault_is_refused_not_answered_with_nothing(
+    path: str,
+) -> None:
+    with pytest.raises(BadRequest, match="leads outside the vault"):
+        QueryRequest.from_dict({"q": "x", "paths": [path]})
+    assert QueryRequest.from_dict({"q": "x", "paths": ["diary/..x"]}).paths == ("diary/..x",)

@@ -89,7 +89,8 @@ def _tags(given: tuple[str, ...]) -> tuple[str, ...]:
 def _paths(given: tuple[str, ...]) -> tuple[str, ...]:
     """Vault-relative folders, files or globs as the index names them: ``./diary``,
     ``/diary`` and ``diary\\`` are ``diary`` (as ``subscribe`` reads them); ``.`` is the whole
-    vault (no filter). An empty one is refused: it would match nothing and empty every result."""
+    vault (no filter). An empty one, or one with a ``..``, is refused: it would match nothing
+    and empty every result."""
     if any(not raw.strip() for raw in given):
         raise BadRequest(f'"paths" holds an empty path: {_short(list(given))}')
     paths: list[str] = []
@@ -99,6 +100,8 @@ def _paths(given: tuple[str, ...]) -> tuple[str, ...]:
             path = path[1:] if path.startswith("/") else path[2:]
         if path in ("", "."):
             return ()  # the vault itself: every path passes
+        if ".." in path.split("/"):  # it matched nothing and answered "no results"
+            raise BadRequest(f'"paths" entry {raw!r} leads outside the vault; give folders in it')
         paths.append(path)
     return tuple(paths)
 
