@@ -92,7 +92,15 @@ def test_an_empty_tag_name_is_refused_not_a_silent_empty_result(tags: list[str])
 
 
 @pytest.mark.parametrize(
-    "bad", ["2026-11-0199", "2026-11-01x", "2026-11-01 garbage", "2026-11-01T99", "2026-W44-7"]
+    "bad",
+    [
+        "2026-11-0199",
+        "2026-11-01x",
+        "2026-11-01 garbage",
+        "2026-11-01T99",
+        "2026-W44-7",
+        "2026-W44-7T10:00",
+    ],
 )
 def test_a_time_range_date_is_read_whole_not_by_its_first_ten_characters(bad: str) -> None:
     for value in ([bad, "2026-11-30"], f"{bad}..2026-11-30"):

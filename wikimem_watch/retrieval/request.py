@@ -131,12 +131,11 @@ def parse_date(value: object, field: str) -> date:
         raise BadRequest(f"{field}: expected a date 'YYYY-MM-DD', got {_short(value)}")
     text = value.strip()
     try:
-        if not ISO_DAY.fullmatch(text[:10]):  # not 2026-W29-1, fromisoformat's week date
-            pass
-        elif len(text) == 10:
-            return date.fromisoformat(text)
-        if len(text) > 10 and text[10] in "T ":
-            return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+        if ISO_DAY.fullmatch(text[:10]):  # not 2026-W29-1, fromisoformat's week date
+            if len(text) == 10:
+                return date.fromisoformat(text)
+            if text[10] in "T ":
+                return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
     except ValueError:
         pass
     raise BadRequest(f"{field}: {_short(value)} is not a date; expected 'YYYY-MM-DD'")
