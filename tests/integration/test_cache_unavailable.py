@@ -79,15 +79,21 @@ def test_a_read_only_cache_dir_serves_without_caches(vault: Path) -> None:
     assert "serving without caches" in err and "Traceback" not in err
 
 
-def test_a_socket_that_cannot_be_created_exits_2_naming_it(vault: Path, tmp_path: Path) -> None:
-    (tmp_path / "blocker").write_text("x")
-    sock = tmp_path / "blocker" / "d.sock"  # its "directory" is a file
+def refused(vault: Path, sock: Path) -> str:
+    """``serve --socket SOCK`` exits 2; its stderr."""
     proc = serve(vault, "--socket", str(sock))
     try:
         proc.wait(30)
     finally:
         err = stop(proc)
     assert proc.returncode == 2, err
+    return err
+
+
+def test_a_socket_that_cannot_be_created_exits_2_naming_it(vault: Path, tmp_path: Path) -> None:
+    (tmp_path / "blocker").write_text("x")
+    sock = tmp_path / "blocker" / "d.sock"  # its "directory" is a file
+    err = refused(vault, sock)
     assert str(sock) in err and "--socket" in err and "Traceback" not in err
 
 
@@ -95,12 +101,7 @@ def test_a_socket_under_a_missing_chain_of_folders_is_refused_not_created(
     vault: Path, tmp_path: Path
 ) -> None:
     sock = tmp_path / "typo" / "run" / "d.sock"  # one missing folder is made; two are a typo
-    proc = serve(vault, "--socket", str(sock))
-    try:
-        proc.wait(30)
-    finally:
-        err = stop(proc)
-    assert proc.returncode == 2, err
+    err = refused(vault, sock)
     assert str(tmp_path / "typo") in err and "does not exist" in err and "Traceback" not in err
     assert not (tmp_path / "typo").exists()
 

@@ -101,30 +101,24 @@ def private_dir(path: Path) -> Path:
 def default_socket_path(config: Config | VaultLocation) -> Path:
     """The socket a daemon for this vault listens on when no ``--socket`` is given: in the
     cache dir unless that path is too long or holds something a daemon did not make there
-    (:func:`socket_problem`); the daemon and its clients both derive it, so both move."""
+    (:func:`_planted`); the daemon and its clients both derive it, so both move."""
     preferred = config.cache_path / f"daemon-{host_tag()}.sock"
-    usable = cache_dir_problem(config) is None and socket_problem(preferred) is None
+    usable = cache_dir_problem(config) is None and not _planted(preferred)
     if usable and len(os.fsencode(preferred)) <= AF_UNIX_MAX_BYTES:
         return preferred
     return runtime_dir() / f"{vault_key(config)}.sock"
 
 
-def socket_problem(path: Path) -> str | None:
-    """Why ``path`` is not a socket this user's daemon made, or ``None`` (also when nothing
-    is there). The cache dir travels with a synced vault: a symlink planted as the socket
-    led every client to another vault's daemon (``stop`` stopped it, a write landed in it)
-    or to another user's socket, and a planted file stopped the daemon from starting."""
+def _planted(path: Path) -> bool:
+    """True when something other than this user's socket is at ``path`` (nothing there is
+    fine). The cache dir travels with a synced vault: a symlink planted as the socket led
+    every client to another vault's daemon (``stop`` stopped it, a write landed in it) or to
+    another user's socket, and a planted file stopped the daemon from starting."""
     try:
         st = path.lstat()
     except OSError:
-        return None  # nothing there (or not reachable): binding or connecting says so
-    if stat.S_ISLNK(st.st_mode):
-        return f"a symlink to {os.path.realpath(path)!r}"
-    if not stat.S_ISSOCK(st.st_mode):
-        return "not a socket"
-    if st.st_uid != os.getuid():
-        return "another user's socket"
-    return None
+        return False  # nothing there (or not reachable): binding or connecting says so
+    return not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid()  # a symlink is no socket
 
 
 def lock_path(config: Config | VaultLocation) -> Path:
