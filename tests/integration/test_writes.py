@@ -167,6 +167,27 @@ def test_a_subscription_with_q_hears_only_matching_changes(daemon: DaemonProc) -
         sub.close()
 
 
+def test_a_subscription_reads_dot_slash_paths_as_query_does(
+    vault: Path, daemon: DaemonProc
+) -> None:
+    sub = Rpc(daemon.sock)
+    try:
+        sub.result("subscribe", {"paths": ["./wiki/"]})  # was kept as "./wiki/": heard nothing
+        daemon.result("append_diary", {"text": "not in wiki", "date": DAY, "time": "09:00"})
+        (vault / "wiki" / "birds.md").write_text("## heron\ngrey\n", encoding="utf-8")
+        message = json.loads(sub.reader.readline())
+        assert message["params"]["added"] == ["wiki/birds.md#heron"]
+        everything = sub.result("subscribe", {"paths": ["."]})["subscription"]
+        reply = daemon.result("append_diary", {"text": "heard", "date": DAY, "time": "10:00"})
+        message = json.loads(sub.reader.readline())
+        assert message["params"]["subscription"] == everything
+        assert message["params"]["added"] == [reply["id"]]
+        error = sub.call("subscribe", {"paths": ["../elsewhere"]})["error"]
+        assert error["code"] == -32602 and "outside the vault" in error["message"]
+    finally:
+        sub.close()
+
+
 def test_journal_has_both_tools_line_shapes_and_is_never_indexed(
     vault: Path, daemon: DaemonProc
 ) -> None:

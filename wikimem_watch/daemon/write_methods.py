@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ..errors import BadRequest, ConfigError
+from ..retrieval.request import vault_paths
 from .journal import read_journal
 from .subscriptions import CURRENT, ChangeFeed
 from .vault_writer import VaultWriter
@@ -110,7 +111,7 @@ def m_subscribe(service: object, params: Params) -> object:
     if peer is None:
         raise BadRequest("subscribe needs a socket connection (over HTTP: GET /v1/changes)")
     q = _opt_str(params, "q")
-    paths = tuple(p.replace("\\", "/").lstrip("/") for p in _list(params, "paths"))
+    paths = vault_paths(_list(params, "paths"))  # "./diary" and "." read as query reads them
     kinds = _list(params, "kinds", ("diary", "wiki"))
     sub_id, generation = _feed(service).subscribe(peer, paths, kinds, q)
     return {"subscription": sub_id, "generation": generation}

@@ -62,7 +62,7 @@ class QueryRequest:
             q=require_text(q, "q"),
             k=_int(data, "k", 10, lo=1, hi=MAX_K),
             kinds=_kinds(data.get("kinds")),
-            paths=_paths(_strs(data, "paths")),
+            paths=vault_paths(_strs(data, "paths")),
             tags=_tags(_strs(data, "tags")),
             time_range=parse_time_range_field(data.get("time_range")),
             now=_now(data.get("now")),
@@ -86,9 +86,9 @@ def _tags(given: tuple[str, ...]) -> tuple[str, ...]:
     return tags
 
 
-def _paths(given: tuple[str, ...]) -> tuple[str, ...]:
+def vault_paths(given: tuple[str, ...]) -> tuple[str, ...]:
     """Vault-relative folders, files or globs as the index names them: ``./diary``,
-    ``/diary`` and ``diary\\`` are ``diary`` (as ``subscribe`` reads them); ``.`` is the whole
+    ``/diary`` and ``diary\\`` are ``diary`` (``query`` and ``subscribe`` read them alike); ``.`` is the whole
     vault (no filter). An empty one, or one with a ``..``, is refused: it would match nothing
     and empty every result."""
     if any(not raw.strip() for raw in given):
