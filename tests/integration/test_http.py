@@ -68,6 +68,22 @@ def test_a_request_without_the_right_token_is_refused(web: Http) -> None:
     assert web.request("GET", "/v1/status", token="not-the-token")[0] == 401
 
 
+def test_every_answer_names_the_server_without_its_python_version(web: Http) -> None:
+    for token in (None, web.token):  # a refusal and a served answer
+        conn = http.client.HTTPConnection(web.host, web.port, timeout=10)
+        headers = {"Host": f"127.0.0.1:{web.port}"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        try:
+            conn.request("GET", "/v1/status", headers=headers)
+            resp = conn.getresponse()
+            resp.read()
+        finally:
+            conn.close()
+        assert resp.status == (401 if token is None else 200)
+        assert resp.getheader("Server") == "wikimem-watch"
+
+
 def test_a_foreign_host_header_is_refused(web: Http) -> None:
     status, body = web.request("GET", "/v1/status", host="evil.example:80")
     assert status == 403 and "Host" in body["error"]["message"]

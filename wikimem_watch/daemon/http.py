@@ -253,6 +253,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._reader.deadline = time.monotonic() + self.timeout if self.timeout else None
         super().handle_one_request()
 
+    def version_string(self) -> str:
+        """``Server: wikimem-watch``: the standard library would add ``Python/3.x.y`` to
+        every answer, refusals included, telling any local client which interpreter runs."""
+        return self.server_version
+
     def log_message(self, format: str, *args: object) -> None:
         log.debug("http %s", format % args)
 
