@@ -74,6 +74,8 @@ POSITIVE = [
     _case("zh-10-years-ago", "十年前", "2016-01-01", "2016-12-31"),
     # --- Chinese weeks (Monday to Sunday)
     _case("zh-last-week", "上周", "2026-07-13", "2026-07-19"),
+    _case("zh-last-week-then-fell-for", "上周我爱上了爬山", "2026-07-13", "2026-07-19"),
+    _case("zh-read-last-weeks-report", "我看上周的报告", "2026-07-13", "2026-07-19"),
     _case("zh-last-week-gexingqi", "上个星期", "2026-07-13", "2026-07-19"),
     _case("zh-last-week-libai", "上礼拜", "2026-07-13", "2026-07-19"),
     _case("zh-last-week-gelibai", "上个礼拜", "2026-07-13", "2026-07-19"),
@@ -617,6 +619,13 @@ NEGATIVE = [
     "从3月到1月的账单",
     "从昨天到7月5日",
     "from yesterday to July 5",
+    "我爱上周杰伦的歌了",
+    "她迷上周末的集市",
+    # 两 and 零 stand alone: beside 十 they are no numeral
+    "十两天前",
+    "两十天前",
+    "十零天前",
+    "零十天前",
     # a year word after a date that names its year already, or after a range across New Year
     "May 3, 2025 last year",
     "from Dec 28 to Jan 3 last year",

@@ -87,10 +87,10 @@ def _tags(given: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def vault_paths(given: tuple[str, ...]) -> tuple[str, ...]:
-    """Vault-relative folders, files or globs as the index names them: ``./diary``,
-    ``/diary`` and ``diary\\`` are ``diary`` (``query`` and ``subscribe`` read them alike); ``.`` is the whole
-    vault (no filter). An empty one, or one with a ``..``, is refused: it would match nothing
-    and empty every result."""
+    """Vault-relative folders, files or globs as the index names them, for ``query`` and
+    ``subscribe`` alike: ``./diary``, ``/diary`` and ``diary\\`` are ``diary``; ``.`` is the
+    whole vault (no filter). An empty one, or one with a ``..``, is refused: it would match
+    nothing and empty every result."""
     if any(not raw.strip() for raw in given):
         raise BadRequest(f'"paths" holds an empty path: {_short(list(given))}')
     paths: list[str] = []

@@ -93,7 +93,8 @@ def num(text: str) -> int:
     if text.isascii() and text.isdigit():
         return int(text)
     tens, ten, units = text.partition("十") if "十" in text else ("", "", text)
-    digits_ok = set(tens + units) <= CN_DIGIT.keys()
+    digits = set(tens + units)  # 两 and 零 stand alone: 十两, 两十, 十零 are not numerals
+    digits_ok = digits <= CN_DIGIT.keys() and not (ten and digits & set("两零〇"))
     if len(tens) > 1 or len(units) > 1 or not (ten or units) or not digits_ok:
         raise ValueError(f"not a number: {text!r}")
     high = (CN_DIGIT[tens] if tens else 1) if ten else 0

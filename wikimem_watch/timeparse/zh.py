@@ -18,10 +18,13 @@ _WD_TAIL = (  # 周三天 is "three days a week"; 周三天气, 周日天气 are
 )
 
 # Words that contain an expression but are none. Matching them as "no window" consumes
-# them: 晚上月亮 never yields 上月, 然后天气 never yields 后天, 一周三次 never yields 周三.
+# them: 晚上月亮 never yields 上月, 然后天气 never yields 后天, 一周三次 never yields 周三,
+# 爱上周杰伦 (fell for Jay Chou) never yields 上周. 看上, 跟上, 比上 are left out: 看上周的报告,
+# 跟上周一样 and 比上周 mean last week far more often than not.
 _BLOCK_WORDS = (
-    "马上 晚上 早上 路上 网上 身上 天上 楼上 以上 赶上 遇上 碰上 然后 之后 以后 最后 今后 随后 "
-    "此后 落后 往后 过后 午后 饭后 背后 前后 先后 事后 日后 稍后 而后 其后 聪明 光明 文明 说明 "
+    "马上 晚上 早上 路上 网上 身上 天上 楼上 以上 赶上 遇上 碰上 爱上 迷上 恋上 "
+    "然后 之后 以后 最后 今后 随后 此后 落后 往后 过后 午后 饭后 背后 前后 先后 事后 "
+    "日后 稍后 而后 其后 聪明 光明 文明 说明 "
     "证明 发明 透明 分明 表明 声明 鲜明 精明 清明 黎明 英明 简明 高明 开明 照明 阐明 注明 标明 "
     "查明 失明 指明 如今 当今 现今 迄今 古今 至今 以前 之前 从前 目前 提前 面前 眼前 当前 生前 "
     "事前 门前 跟前 空前 向前 先前 日前 此前 睡前 饭前 过去 最近 前几天 前些天 前阵子 那天 近来 "
