@@ -74,6 +74,7 @@ POSITIVE = [
     _case("zh-10-years-ago", "十年前", "2016-01-01", "2016-12-31"),
     # --- Chinese weeks (Monday to Sunday)
     _case("zh-last-week", "上周", "2026-07-13", "2026-07-19"),
+    _case("en-the-days-from-to", "the days from May 3 to May 5", "2026-05-03", "2026-05-05"),
     _case("zh-last-week-then-fell-for", "上周我爱上了爬山", "2026-07-13", "2026-07-19"),
     _case("zh-read-last-weeks-report", "我看上周的报告", "2026-07-13", "2026-07-19"),
     _case("zh-last-week-gexingqi", "上个星期", "2026-07-13", "2026-07-19"),
@@ -621,6 +622,11 @@ NEGATIVE = [
     "from yesterday to July 5",
     "我爱上周杰伦的歌了",
     "她迷上周末的集市",
+    # a day counted off from a day is not that day
+    "a week from today",
+    "3 days from yesterday",
+    "two weeks from last Monday",
+    "a fortnight from May 3",
     # 两 and 零 stand alone: beside 十 they are no numeral
     "十两天前",
     "两十天前",

@@ -106,8 +106,10 @@ def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
     en_from = en.FROM_BEFORE.search(text, max(0, b - 8), b)
     if en_from and (to_now := en.TO_NOW_AFTER.match(text, e)):
         return "since", en_from.start(), to_now.end()
-    if en.OPEN_BEFORE.search(text, max(0, b - 12), b) or en.BOUND_BEFORE.search(
-        text, max(0, b - 16), b
+    if (
+        en.OPEN_BEFORE.search(text, max(0, b - 12), b)
+        or en.BOUND_BEFORE.search(text, max(0, b - 16), b)
+        or en.OFFSET_BEFORE.search(text, max(0, b - 24), b)
     ):
         return "open", b, e
     if en.STARTS_WITH_NUMBER.match(text, b) and en.APPROX_BEFORE.search(text, max(0, b - 16), b):

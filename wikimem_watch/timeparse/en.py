@@ -58,6 +58,11 @@ TO_NOW_AFTER = LazyPattern(
     re.I,
 )
 OPEN_BEFORE = LazyPattern(r"(?<![a-z])(?:after|before|until|till|prior\s+to)\s+$", re.I)
+# "a week from today", "3 days from yesterday": a day counted off from it (most often ahead),
+# never the day itself. No window, as "a week after May 3" is none.
+OFFSET_BEFORE = LazyPattern(
+    r"(?<![a-z])(?:days?|weeks?|fortnights?|months?|years?)\s+(?:from|after|before)\s+$", re.I
+)
 # "my last 3 days in Paris", "her past two weeks": a period of something else, not of now.
 OWNER_BEFORE = LazyPattern(r"(?<![a-z])(?:my|our|your|his|her|their|its|those|these)\s+$", re.I)
 
