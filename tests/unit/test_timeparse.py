@@ -75,6 +75,12 @@ POSITIVE = [
     # --- Chinese weeks (Monday to Sunday)
     _case("zh-last-week", "上周", "2026-07-13", "2026-07-19"),
     _case("en-the-days-from-to", "the days from May 3 to May 5", "2026-05-03", "2026-05-05"),
+    _case("en-the-week-of", "what did I eat the week of July 20", "2026-07-20", "2026-07-26"),
+    _case("en-the-week-of-dated", "The week of May 3, 2026", "2026-04-27", "2026-05-03"),
+    _case("en-a-week-of-is-the-day", "a week of July 4 fireworks", "2026-07-04"),
+    _case("zh-that-week", "7月20号那一周吃了什么", "2026-07-20", "2026-07-26"),
+    _case("zh-that-week-xingqi", "7月20日的那个星期", "2026-07-20", "2026-07-26"),
+    _case("zh-that-weeks-wednesday-is-the-day", "7月20日那周三", "2026-07-20"),
     _case("zh-last-week-then-fell-for", "上周我爱上了爬山", "2026-07-13", "2026-07-19"),
     _case("zh-read-last-weeks-report", "我看上周的报告", "2026-07-13", "2026-07-19"),
     _case("zh-last-week-gexingqi", "上个星期", "2026-07-13", "2026-07-19"),
@@ -627,6 +633,7 @@ NEGATIVE = [
     "3 days from yesterday",
     "two weeks from last Monday",
     "a fortnight from May 3",
+    "the week of last month",  # a week of a span: which one is not computed
     # 两 and 零 stand alone: beside 十 they are no numeral
     "十两天前",
     "两十天前",

@@ -94,12 +94,16 @@ _JOIN = re.compile(
 
 
 def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
-    """How the words around text[b:e] read it: ("plain" | "since" | "open", span).
+    """How the words around text[b:e] read it: ("plain" | "since" | "week" | "open", span).
 
     "since May 3", "自从5月3日", "5月3日以来", "从昨天开始", "from May 3 to now" run from that
     day to today, and the span takes in those words; "before yesterday", "昨天之后",
     "5月3日左右" are open-ended or vague.
     """
+    if week_of := en.WEEK_OF_BEFORE.search(text, max(0, b - 14), b):
+        return "week", week_of.start(), e
+    if week_after := zh.WEEK_AFTER.match(text, e):
+        return "week", b, week_after.end()
     en_since = en.SINCE_BEFORE.search(text, max(0, b - 16), b)
     if en_since:
         return "since", en_since.start(), e
@@ -275,6 +279,10 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
         days = None if mode == "open" else _resolve(found, resolve, today)
         if days is not None and mode == "since":
             days = (days[0], today, None, None) if days[0] <= today else None
+        if days is not None and mode == "week":
+            monday = days[0] - timedelta(days=days[0].weekday())
+            one_day = days[0] == days[1] and monday <= date.max - timedelta(days=6)
+            days = (monday, monday + timedelta(days=6), None, None) if one_day else None
         if days is not None and mode == "plain":
             joined = _span_to(text, found, days, today, rules)
             if joined is None and days[0] == days[1]:

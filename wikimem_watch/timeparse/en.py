@@ -63,6 +63,9 @@ OPEN_BEFORE = LazyPattern(r"(?<![a-z])(?:after|before|until|till|prior\s+to)\s+$
 OFFSET_BEFORE = LazyPattern(
     r"(?<![a-z])(?:days?|weeks?|fortnights?|months?|years?)\s+(?:from|after|before)\s+$", re.I
 )
+# "the week of July 20": the Monday–Sunday week that holds the day. Before a month or a
+# range ("the second week of July") it opens none: which week is meant is not computed.
+WEEK_OF_BEFORE = LazyPattern(r"(?:(?<![a-z])the\s+|^\s*)week\s+of\s+$", re.I)  # not "a week of"
 # "my last 3 days in Paris", "her past two weeks": a period of something else, not of now.
 OWNER_BEFORE = LazyPattern(r"(?<![a-z])(?:my|our|your|his|her|their|its|those|these)\s+$", re.I)
 
