@@ -354,3 +354,24 @@ def test_reindex_in_process_is_refused_not_sent_to_the_running_daemon(
     planned = wikimem(*args, "--dry-run")
     assert planned.returncode == 0
     assert planned.stdout.startswith("a rescan would change: 2 changed, 0 removed, 0 unchanged")
+
+
+def test_write_in_process_beside_a_running_daemon_is_refused_and_writes_nothing(
+    vault: Path, daemon: DaemonProc
+) -> None:
+    """It wrote the note and the journal had it twice: once as the write, once as an
+    external edit the daemon saw. Without a daemon it still writes in-process."""
+    day = vault / "diary" / "2026-07-21.md"
+    before = day.read_bytes() if day.exists() else None
+    args = ("write", "diary", "--vault", str(vault), "--socket", str(daemon.sock))
+    refused = wikimem(*args, "--in-process", "--date", "2026-07-21", "--time", "09:00", "kites")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "drop --in-process" in refused.stderr
+    assert (day.read_bytes() if day.exists() else None) == before
+    assert daemon.result("journal")["entries"] == []
+    daemon.result("shutdown")
+    daemon.proc.wait(10)
+    alone = wikimem(*args, "--in-process", "--date", "2026-07-21", "--time", "09:00", "kites")
+    assert alone.returncode == 0, alone.stderr
+    assert "kites" in day.read_text(encoding="utf-8")
+

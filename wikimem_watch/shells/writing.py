@@ -33,6 +33,8 @@ def _text(args: argparse.Namespace) -> str:
 def _write(args: argparse.Namespace, method: str, params: dict[str, object]) -> int:
     """Through the daemon when one runs; else the same write in-process (not indexed)."""
     params = {k: v for k, v in params.items() if v is not None}
+    if args.in_process:
+        _refuse_beside_a_daemon(args)
     client = daemon_or_none(args)
     if client is None:
         from .inprocess import local_answer
@@ -45,6 +47,21 @@ def _write(args: argparse.Namespace, method: str, params: dict[str, object]) -> 
             result = call_sent(client, method, params)
     print_json(result)
     return EXIT_OK
+
+
+def _refuse_beside_a_daemon(args: argparse.Namespace) -> None:
+    """``write --in-process`` while a daemon serves the vault would race it (writes go through
+    the daemon, ADR-0016): the note was written, then journaled twice, once as an external
+    edit. Refused, naming the way that works."""
+    try:
+        client = connect_args(args)
+    except DaemonUnavailable:
+        return
+    client.close()
+    raise BadRequest(
+        f"write --in-process: a daemon serves {args.vault or 'this vault'}; "
+        "write through it (drop --in-process) so the write is searchable when it returns"
+    )
 
 
 def diary_command(args: argparse.Namespace) -> int:
