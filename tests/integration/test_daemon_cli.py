@@ -374,4 +374,3 @@ def test_write_in_process_beside_a_running_daemon_is_refused_and_writes_nothing(
     alone = wikimem(*args, "--in-process", "--date", "2026-07-21", "--time", "09:00", "kites")
     assert alone.returncode == 0, alone.stderr
     assert "kites" in day.read_text(encoding="utf-8")
-

@@ -525,3 +525,16 @@ def test_a_burst_of_connects_waits_in_the_backlog_not_in_syn_retries(
         for sock in socks:
             sock.close()
     assert web.request("GET", "/v1/status")[0] == 200
+
+
+def test_an_unknown_parameter_of_a_get_is_refused_as_on_the_socket(web: Http) -> None:
+    """``GET /v1/status?x=1`` and ``/v1/day/…?limit=3`` answered as if it were not there."""
+    for path, told in (
+        ("/v1/status?x=1", "unknown param(s) x"),
+        ("/v1/day/2026-07-20?limit=3", "unknown param(s) limit"),
+        ("/v1/day/2026-07-20?date=x", "the day is in the path"),
+    ):
+        status, body = web.request("GET", path)
+        assert status == 400 and told in body["error"]["message"], (path, body)
+    assert web.request("GET", "/v1/status")[0] == 200
+    assert web.request("GET", "/v1/day/2026-07-20")[0] == 200

@@ -16,6 +16,7 @@ Secure by default, because a browser can reach loopback too:
 
 from __future__ import annotations
 
+import errno
 import hmac
 import http.client
 import io
@@ -25,6 +26,7 @@ import logging
 import os
 import re
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -35,7 +37,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..config import Config
-from ..errors import ConfigError, NotFound, WatchError
+from ..errors import BadRequest, ConfigError, NotFound, WatchError
 from .http_conns import BoundedServer, BoundedServer6, SsePeer
 from .methods import Service, dispatch
 from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
@@ -101,16 +103,32 @@ def token_path(config: Config) -> Path:
 
 
 def load_or_make_token(path: Path) -> str:
-    """The token in ``path``, made (0600, atomically) when there is none yet."""
+    """The token in ``path``, made (0600, atomically) when there is none yet, or when the one
+    there is no secret: not a regular file of ours, or readable by anyone else (a ``chmod``
+    or a copy loosened it). A new one replaces it, and clients read it again."""
     private_dir(path.parent)
     try:
-        token = path.read_text(encoding="ascii").strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        fd = -1
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise ConfigError(f"cannot read the HTTP token {str(path)!r}: {exc}") from None
+        fd = -1  # a symlink: replaced below (os.replace swaps the link, not its target)
+    if fd >= 0:
+        try:
+            st = os.fstat(fd)
+            private = stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+            private = private and not st.st_mode & 0o077
+            token = os.read(fd, 4096).decode("ascii").strip() if private else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read the HTTP token {str(path)!r}: {exc}") from None
+        finally:
+            os.close(fd)
         if len(token) >= 32:
             return token
-    except FileNotFoundError:
-        pass
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the HTTP token {str(path)!r}: {exc}") from None
+        if not private:
+            log.warning("the HTTP token %s was not private to this user: made a new one", path)
     token = secrets.token_urlsafe(32)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -304,9 +322,11 @@ class _Handler(BaseHTTPRequestHandler):
             elif parts == ["v1", "days"]:
                 result = self._call("days", query)
             elif len(parts) == 3 and parts[:2] == ["v1", "day"]:
-                result = self._call("day", {"date": parts[2]})
+                if "date" in query:
+                    raise BadRequest("the day is in the path (/v1/day/YYYY-MM-DD), not date=")
+                result = self._call("day", {**query, "date": parts[2]})  # others refused
             elif parts == ["v1", "status"]:
-                result = self._call("status", {})
+                result = self._call("status", query)  # a parameter is refused, as on the socket
             elif parts == ["v1", "changes"]:
                 self._stream_changes(query)
                 return
