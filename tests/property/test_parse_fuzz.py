@@ -48,6 +48,7 @@ FAMILIES: dict[str, Callable[[int], str]] = {
     "pipes in metadata": lambda n: "## a\n<!-- wikimem: " + "|" * (8 * n) + " -->",
 }
 BASE_UNITS = 1200
+GROWTH_BOUND = 8.0  # 4x the input: linear is 4x the time, quadratic 16x
 
 
 def _best_time(text: str, repeats: int) -> float:
@@ -78,14 +79,15 @@ def _growth(small: str, big: str) -> float:
 def test_parse_time_grows_linearly(family: str) -> None:
     small, big = FAMILIES[family](BASE_UNITS), FAMILIES[family](4 * BASE_UNITS)
     parse_note("wiki/fuzz.md", small)  # warm caches
-    # Linear growth is 4×, quadratic 16×. A busy machine can inflate one measurement (a
-    # cache-thrashing neighbour slows this thread's CPU too), never all three.
+    # Linear growth is 4×, quadratic 16×: the bound is their geometric middle, 8×. (It was
+    # 6×, which a busy machine crossed: a cache-thrashing neighbour slows this thread's CPU
+    # too, and once took "unclosed fences" to 6.4×.) Three tries, the least counts.
     ratio = _growth(small, big)
     for _ in range(2):
-        if ratio <= 6.0:
+        if ratio <= GROWTH_BOUND:
             break
         ratio = min(ratio, _growth(small, big))
-    assert ratio <= 6.0, f"{family}: 4x input took {ratio:.1f}x the time"
+    assert ratio <= GROWTH_BOUND, f"{family}: 4x input took {ratio:.1f}x the time"
 
 
 # ---------------------------------------------------------------- differential tests
