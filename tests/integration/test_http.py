@@ -538,3 +538,31 @@ def test_an_unknown_parameter_of_a_get_is_refused_as_on_the_socket(web: Http) ->
         assert status == 400 and told in body["error"]["message"], (path, body)
     assert web.request("GET", "/v1/status")[0] == 200
     assert web.request("GET", "/v1/day/2026-07-20")[0] == 200
+
+
+def test_a_head_gets_the_headers_of_its_get_and_no_body(web: Http) -> None:
+    """``curl -I`` was answered 501 "Unsupported method"."""
+
+    def head(path: str, token: str | None) -> http.client.HTTPResponse:
+        conn = http.client.HTTPConnection(web.host, web.port, timeout=10)
+        headers = {"Host": f"127.0.0.1:{web.port}"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        try:
+            conn.request("HEAD", path, headers=headers)
+            resp = conn.getresponse()
+            assert resp.read() == b""
+        finally:
+            conn.close()
+        return resp
+
+    status, body = web.request("GET", "/v1/status")
+    assert status == 200 and body["state"] == "ready"
+    served = head("/v1/days", web.token)
+    days = web.request("GET", "/v1/days")[1]
+    length = len(json.dumps(days, ensure_ascii=False).encode()) + 1
+    assert served.status == 200 and served.getheader("Content-Length") == str(length)
+    assert head("/v1/status", None).status == 401
+    assert head("/v1/nowhere", web.token).status == 404
+    stream = head("/v1/changes", web.token)
+    assert stream.status == 405 and stream.getheader("Allow") == "GET"

@@ -343,6 +343,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._json(200, result)
 
+    def do_HEAD(self) -> None:
+        """What the GET would answer, its headers only (``curl -I``): the same token, Host
+        and errors. The event stream is a GET's alone."""
+        if [p for p in urlsplit(self.path).path.split("/") if p] != ["v1", "changes"]:
+            self.do_GET()
+        elif self._admitted():
+            self._send_error_body(405, "/v1/changes is an event stream: GET it")
+
     def do_POST(self) -> None:
         if not self._admitted():
             return
@@ -547,12 +555,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         if status == 401:
             self.send_header("WWW-Authenticate", 'Bearer realm="wikimem-watch"')
+        if status == 405:  # only a HEAD of the event stream
+            self.send_header("Allow", "GET")
         self._cors()
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        if body:
+        if body and self.command != "HEAD":  # a HEAD is told the length it would get
             self.wfile.write(body)
 
 
