@@ -576,6 +576,20 @@ def test_background_sync_failure_is_reported_not_raised(tmp_path: Path) -> None:
     sync.stop()
 
 
+def test_an_embedding_error_leaves_status_once_embedding_works_again(tmp_path: Path) -> None:
+    """The cache's copy of the error stayed in ``status`` beside a "ready" state."""
+    emb = CountingEmbedder(fail_after=0)
+    cache = open_cache(tmp_path, emb)
+    sync = VectorSync(emb, cache)
+    with pytest.raises(EmbedError):
+        sync.sync(vault(3))
+    assert cache.stats()["last_error"] == "endpoint down (test)"
+    emb.fail_after = None  # the endpoint is back
+    assert sync.sync(vault(3)) == 3
+    assert cache.state == "ready" and sync.last_error is None
+    assert cache.stats()["last_error"] is None
+
+
 def test_progress_callback_reports_done_and_total(tmp_path: Path) -> None:
     emb = CountingEmbedder()
     seen: list[tuple[int, int]] = []

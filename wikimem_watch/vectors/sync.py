@@ -91,6 +91,7 @@ class VectorSync:
         self.peers = peers
         self.pending = 0
         self.last_error: str | None = None
+        self._reported: str | None = None  # the error this sync put in the cache's status
         self._run_lock = threading.Lock()
         self._wake = threading.Condition()
         self._target: _Job | None = None
@@ -233,7 +234,7 @@ class VectorSync:
             raise EmbedError(f"cannot swap in the rebuilt vector cache: {exc}") from exc
         with contextlib.suppress(OSError):
             shutil.rmtree(staging.cache_dir)
-        self.last_error = None
+        self._recovered()
         return done
 
     def _fill(self, target: VectorCache, todo: list[str], entries: Mapping[str, str]) -> int:
@@ -263,7 +264,7 @@ class VectorSync:
                 if self.on_progress is not None:
                     self.on_progress(done, len(todo))
         except EmbedError as exc:
-            self.last_error = report.last_error = exc.message
+            self._report(exc.message)
             if shown:
                 report.state = "error"
             raise
@@ -271,8 +272,19 @@ class VectorSync:
             target.add(buffer)
         if shown:
             report.state = "ready"
-        self.last_error = None
+        self._recovered()
         return done
+
+    def _report(self, message: str) -> None:
+        """An error for ``status``: this sync's and the cache's (which ``status`` reads)."""
+        self.last_error = self.cache.last_error = self._reported = message
+
+    def _recovered(self) -> None:
+        """Embedding worked again: the error this sync reported goes from ``status`` too (it
+        stayed there, beside a "ready" state); one the cache found itself stays."""
+        if self._reported is not None and self.cache.last_error == self._reported:
+            self.cache.last_error = None
+        self.last_error = self._reported = None
 
     def _embed(self, batch: list[str], entries: Mapping[str, str]) -> dict[str, FloatMatrix]:
         import numpy as np
@@ -374,10 +386,10 @@ class VectorSync:
             except EmbedError as exc:
                 log.warning("embedding stopped: %s (BM25 keeps serving)", exc.message)
             except OSError as exc:  # e.g. a read-only cache dir: vectors stay in memory
-                self.last_error = self.cache.last_error = f"vector cache not writable: {exc}"
+                self._report(f"vector cache not writable: {exc}")
                 log.warning("embedding stopped: %s (BM25 keeps serving)", self.last_error)
             except Exception as exc:  # a bug must not leave the state "embedding" forever
-                self.last_error = self.cache.last_error = f"{type(exc).__name__}: {exc}"
+                self._report(f"{type(exc).__name__}: {exc}")
                 self.cache.state = "error"
                 log.exception("embedding stopped: %s", self.last_error)
             finally:
