@@ -18,6 +18,7 @@ from wikimem_watch.config import load_config
 from wikimem_watch.core import snapshot
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.snapshot import MAGIC, read_snapshot, save_snapshot, scan_with_snapshot
+from wikimem_watch.core.snapshot_columns import _json_list
 from wikimem_watch.retrieval.query import run_query
 from wikimem_watch.retrieval.request import QueryRequest
 
@@ -667,3 +668,11 @@ def test_a_vault_whose_cache_dir_is_suspect_gets_no_snapshot_in_process_either(
     again = _engine(root)
     assert scan_with_snapshot(again).changed  # read cold: the snapshot is not loaded
     assert_same(again, _fresh(root))
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 7, 1 << 15])
+def test_the_terms_are_written_in_pieces_as_one_json_list(chunk: int) -> None:
+    """The terms section is streamed (its JSON whole, and its bytes, were ~8 MB at 100k)."""
+    for terms in ([], ["a"], ["a", "中文", '"q', "\\", "é"], [str(n) for n in range(100)]):
+        written = b"".join(_json_list(terms, chunk))
+        assert written == json.dumps(terms).encode() and json.loads(written) == terms
