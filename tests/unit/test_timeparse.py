@@ -81,6 +81,25 @@ POSITIVE = [
     _case("zh-that-week", "7月20号那一周吃了什么", "2026-07-20", "2026-07-26"),
     _case("zh-that-week-xingqi", "7月20日的那个星期", "2026-07-20", "2026-07-26"),
     _case("zh-that-weeks-wednesday-is-the-day", "7月20日那周三", "2026-07-20"),
+    # today's date in a period: "on this day" of a year, a month or a week ago
+    _case("zh-this-day-last-year", "去年的今天我在干嘛", "2025-07-24"),
+    _case("zh-this-day-a-year-ago", "一年前的今天", "2025-07-24"),
+    _case("zh-this-day-last-month", "上个月的今天", "2026-06-24"),
+    _case("zh-this-day-last-week", "上周的今天", "2026-07-17"),
+    _case("en-a-year-ago-today", "what did I write a year ago today", "2025-07-24"),
+    _case("en-this-day-last-year", "on this day last year", "2025-07-24"),
+    _case("en-a-month-ago-today", "a month ago today", "2026-06-24"),
+    _case(
+        "zh-this-day-of-a-shorter-month",
+        "上个月的今天",
+        "2026-02-28",
+        now=datetime(2026, 3, 31, 9, 0),
+    ),
+    _case(
+        "zh-this-day-of-a-leap-year", "去年的今天", "2027-02-28", now=datetime(2028, 2, 29, 9, 0)
+    ),
+    _case("en-yesterday-comma-today-is-both", "yesterday, today", "2026-07-23", "2026-07-24"),
+    _case("en-a-span-then-today-is-the-span", "the past 3 days today", "2026-07-22", "2026-07-24"),
     _case("zh-last-week-then-fell-for", "上周我爱上了爬山", "2026-07-13", "2026-07-19"),
     _case("zh-read-last-weeks-report", "我看上周的报告", "2026-07-13", "2026-07-19"),
     _case("zh-last-week-gexingqi", "上个星期", "2026-07-13", "2026-07-19"),

@@ -9,6 +9,7 @@ an idiom, a vague word) consumes its span, so no substring of it can match after
 from __future__ import annotations
 
 import bisect
+import calendar
 import re
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -94,16 +95,13 @@ _JOIN = re.compile(
 
 
 def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
-    """How the words around text[b:e] read it: ("plain" | "since" | "week" | "open", span).
+    """How the words around text[b:e] read it: ("plain" | "since" | "week" | "same day" |
+    "open", span).
 
     "since May 3", "自从5月3日", "5月3日以来", "从昨天开始", "from May 3 to now" run from that
     day to today, and the span takes in those words; "before yesterday", "昨天之后",
     "5月3日左右" are open-ended or vague.
     """
-    if week_of := en.WEEK_OF_BEFORE.search(text, max(0, b - 14), b):
-        return "week", week_of.start(), e
-    if week_after := zh.WEEK_AFTER.match(text, e):
-        return "week", b, week_after.end()
     en_since = en.SINCE_BEFORE.search(text, max(0, b - 16), b)
     if en_since:
         return "since", en_since.start(), e
@@ -135,7 +133,21 @@ def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
         return "since", first, after.end()
     if zh.OPEN_AFTER.match(text, e):
         return "open", b, e
-    return ("since", first, e) if zh_since else ("plain", b, e)
+    return ("since", first, e) if zh_since else _period(text, b, e)
+
+
+def _period(text: str, b: int, e: int) -> tuple[str, int, int]:
+    """A day's week ("the week of July 20", 7月20日那周: "week"), today's date in a period
+    ("去年的今天", "this day last year": "same day"), or the expression as it is ("plain")."""
+    if week_of := en.WEEK_OF_BEFORE.search(text, max(0, b - 14), b):
+        return "week", week_of.start(), e
+    if week_after := zh.WEEK_AFTER.match(text, e):
+        return "week", b, week_after.end()
+    if same := zh.SAME_DAY_AFTER.match(text, e) or en.SAME_DAY_AFTER.match(text, e):
+        return "same day", b, same.end()
+    if same := en.SAME_DAY_BEFORE.search(text, max(0, b - 20), b):
+        return "same day", same.start(), e
+    return "plain", b, e
 
 
 def _phrase(text: str, b: int, e: int, one_day: bool) -> tuple[int, int]:
@@ -277,12 +289,10 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
         if titles and _in_title(titles, *found.span()):
             mode = "open"  # a title: no window, and nothing inside it matches afterwards
         days = None if mode == "open" else _resolve(found, resolve, today)
-        if days is not None and mode == "since":
-            days = (days[0], today, None, None) if days[0] <= today else None
-        if days is not None and mode == "week":
-            monday = days[0] - timedelta(days=days[0].weekday())
-            one_day = days[0] == days[1] and monday <= date.max - timedelta(days=6)
-            days = (monday, monday + timedelta(days=6), None, None) if one_day else None
+        if days is not None and mode == "same day" and days[0] == days[1]:
+            mode, (b, e) = "plain", found.span()  # "yesterday, today": two days, joined below
+        if days is not None and mode != "plain":
+            days = _reshaped(mode, days, today)
         if days is not None and mode == "plain":
             joined = _span_to(text, found, days, today, rules)
             if joined is None and days[0] == days[1]:
@@ -294,6 +304,40 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
             return b, e, days
         pos = max(found.end(), e, pos + 1)  # a backwards range: neither end counts
     return None
+
+
+def _reshaped(mode: str, days: Days, today: date) -> Days | None:
+    """The window a context word makes of an expression's days: "since" runs them to today,
+    "week" is the Monday–Sunday week of one day, "same day" is today's date in a whole year,
+    month or week ("去年的今天", "a month ago today", "上周的今天"; "下个月的今天" is ahead, as
+    "下个月" is: the gate keeps it from reaching past now)."""
+    first, last = days[0], days[1]
+    if mode == "since":
+        return (first, today, None, None) if first <= today else None
+    if mode == "week":
+        monday = first - timedelta(days=first.weekday())
+        one_day = first == last and monday <= date.max - timedelta(days=6)
+        return (monday, monday + timedelta(days=6), None, None) if one_day else None
+    if mode == "same day":
+        day = _same_date(first, last, today)  # no such period ("the past 3 days today"): as is
+        return days if day is None else (day, day, None, None)
+    return days
+
+
+def _same_date(first: date, last: date, today: date) -> date | None:
+    """Today's date inside a whole calendar year, month or Monday–Sunday week (the last day
+    of a shorter month: 3月31日's "上个月的今天" is 2月28日), else None."""
+    if (last - first).days == 6 and first.weekday() == 0:
+        return first + timedelta(days=today.weekday())
+    if first.day != 1 or first.year != last.year:
+        return None
+    if (first.month, last.month, last.day) == (1, 12, 31):
+        month = today.month  # a whole year
+    elif first.month == last.month and last.day == calendar.monthrange(last.year, last.month)[1]:
+        month = first.month
+    else:
+        return None
+    return date(first.year, month, min(today.day, calendar.monthrange(first.year, month)[1]))
 
 
 def is_time_only(rest: str) -> bool:

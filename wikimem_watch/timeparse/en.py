@@ -66,6 +66,10 @@ OFFSET_BEFORE = LazyPattern(
 # "the week of July 20": the Monday–Sunday week that holds the day. Before a month or a
 # range ("the second week of July") it opens none: which week is meant is not computed.
 WEEK_OF_BEFORE = LazyPattern(r"(?:(?<![a-z])the\s+|^\s*)week\s+of\s+$", re.I)  # not "a week of"
+# "this day last year", "on this day a month ago", "a year ago today": that period's day
+# that is today's date (as 去年的今天).
+SAME_DAY_BEFORE = LazyPattern(r"(?<![a-z])(?:on\s+)?this\s+(?:very\s+)?day,?\s+$", re.I)
+SAME_DAY_AFTER = LazyPattern(r",?\s+today(?![a-z])", re.I)
 # "my last 3 days in Paris", "her past two weeks": a period of something else, not of now.
 OWNER_BEFORE = LazyPattern(r"(?<![a-z])(?:my|our|your|his|her|their|its|those|these)\s+$", re.I)
 

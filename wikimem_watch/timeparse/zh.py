@@ -58,6 +58,8 @@ LATER_AFTER = LazyPattern(r"以后|之后")
 ON_BEFORE = LazyPattern(
     r"(?:(?<![现正存实好所自])在|(?<![关对由至属位等终基鉴处勇善乐敢便易急过])于)$"
 )
+# 去年的今天, 一年前的今天, 上个月的今天, 上周的今天: that period's day that is today's date.
+SAME_DAY_AFTER = LazyPattern(r"的?(?:今天|今日)")
 # 7月20日那周, 7月20号的那个星期: the Monday–Sunday week that holds the day (not 那周三, 那周末).
 WEEK_AFTER = LazyPattern(r"的?[这那]一?个?(?:周|星期|礼拜)(?![一二三四五六七日天末])")
 THAT_DAY_AFTER = LazyPattern(r"(?:这|那|当)一?天(?![气空然才生下])")
