@@ -81,6 +81,8 @@ POSITIVE = [
     _case("zh-that-week", "7月20号那一周吃了什么", "2026-07-20", "2026-07-26"),
     _case("zh-that-week-xingqi", "7月20日的那个星期", "2026-07-20", "2026-07-26"),
     _case("zh-that-weeks-wednesday-is-the-day", "7月20日那周三", "2026-07-20"),
+    _case("en-weekday-before-last", "Friday before last", "2026-07-10"),  # was today
+    _case("en-the-weekday-before-last", "what did I cook the Sunday before last", "2026-07-12"),
     # today's date in a period: "on this day" of a year, a month or a week ago
     _case("zh-this-day-last-year", "去年的今天我在干嘛", "2025-07-24"),
     _case("zh-this-day-a-year-ago", "一年前的今天", "2025-07-24"),

@@ -82,6 +82,7 @@ AGO = bounded(rf"(?P<n>{_NUM})\s+(?P<u>days?|weeks?|months?|years?)\s+ago")
 PERIOD = bounded(
     rf"(?P<w>last|this|next)\s+(?:(?P<u>week(?:end)?|month|year)|(?P<wd>{WD}){TOD_EN})"
     r"|(?P<wbl>the\s+week\s+before\s+last)"
+    rf"|(?:the\s+)?(?P<wdbl>{WD})\s+before\s+last(?![a-z])"  # in the week before last
 )
 # "Monday the 20th" names its day of the month too ("Friday the 13th" is rarely last Friday).
 _OF_MONTH = r"(?:,?\s+the\s+(?P<dom>[0-9]{1,2})(?:st|nd|rd|th)?(?![0-9a-z]))?"

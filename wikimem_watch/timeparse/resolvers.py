@@ -155,7 +155,8 @@ def _weekday_is_name(m: re.Match[str]) -> bool:
 def relative_period(m: re.Match[str], today: date) -> Days | None:
     """上周, 这周三, 上周末, 上个月, 去年; last week, this Monday, next month, last year."""
     g = m.groupdict()
-    k = -2 if g.get("wbl") else OFFSET[g["w"].lower()]
+    k = -2 if g.get("wbl") or g.get("wdbl") else OFFSET[g["w"].lower()]
+    wd = g.get("wd") or g.get("wdbl")  # "Friday before last": that day of the week before last
     unit = (g.get("u") or "week").lower()
     if unit in ("year", "年"):
         return year_days(today.year + k)
@@ -165,11 +166,11 @@ def relative_period(m: re.Match[str], today: date) -> Days | None:
     monday, sunday = week(today, k)
     if g.get("end") or unit == "weekend":
         return monday + timedelta(days=5), sunday, None, None
-    if not g.get("wd"):
+    if not wd:
         return monday, sunday, None, None
-    if k > 0 and g["wd"].isascii():
+    if k > 0 and wd.isascii():
         return None  # "next Friday": the coming one or the one after? Ambiguous: no window.
-    first = monday + timedelta(days=weekday(g["wd"]))
+    first = monday + timedelta(days=weekday(wd))
     if g.get("wd2"):  # 上周一到周三
         last = monday + timedelta(days=weekday(g["wd2"]))
         return (first, last, None, None) if first <= last else None
