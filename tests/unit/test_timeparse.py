@@ -82,6 +82,8 @@ POSITIVE = [
     _case("zh-that-week-xingqi", "7月20日的那个星期", "2026-07-20", "2026-07-26"),
     _case("zh-that-weeks-wednesday-is-the-day", "7月20日那周三", "2026-07-20"),
     _case("en-weekday-before-last", "Friday before last", "2026-07-10"),  # was today
+    _case("zh-yesterday-went-to", "昨天前往北京", "2026-07-23"),  # 前往: not "before"
+    _case("zh-yesterday-front-desk", "昨天前台的人很热情", "2026-07-23"),
     _case("en-the-weekday-before-last", "what did I cook the Sunday before last", "2026-07-12"),
     # today's date in a period: "on this day" of a year, a month or a week ago
     _case("zh-this-day-last-year", "去年的今天我在干嘛", "2025-07-24"),
@@ -649,6 +651,10 @@ NEGATIVE = [
     "from yesterday to July 5",
     "我爱上周杰伦的歌了",
     "她迷上周末的集市",
+    # 前 after a day: "before" it, as 之前
+    "5月4日前",
+    "周五前要交报告",
+    "5月4日前的事",
     # a day counted off from a day is not that day
     "a week from today",
     "3 days from yesterday",

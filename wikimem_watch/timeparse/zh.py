@@ -63,7 +63,12 @@ SAME_DAY_AFTER = LazyPattern(r"的?(?:今天|今日)")
 # 7月20日那周, 7月20号的那个星期: the Monday–Sunday week that holds the day (not 那周三, 那周末).
 WEEK_AFTER = LazyPattern(r"的?[这那]一?个?(?:周|星期|礼拜)(?![一二三四五六七日天末])")
 THAT_DAY_AFTER = LazyPattern(r"(?:这|那|当)一?天(?![气空然才生下])")
-OPEN_AFTER = LazyPattern(r"以后|之后|之前|以前|前后|左右")
+# 5月4日前, 周五前要交: "before" (as 之前), where 前 ends the phrase or a word follows it that
+# cannot go on 前 (not 前往, 前台, 前面: 昨天前往北京 is yesterday).
+OPEN_AFTER = LazyPattern(
+    r"以后|之后|之前|以前|前后|左右"
+    r"|前(?=$|[\s，,。.！!？?；;、…]|[要得必需应该会能就都还先把将我你他她它们的了交做完写发])"
+)
 WINTER_AFTER = LazyPattern(r"的?冬(?:天|季)")  # 去年冬天: December and the next year's January
 # 大约三天前, 3、4天前, 两三天前: approximate, no window (as 三天前左右). The second form
 # only before an expression that starts with a number.
