@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from wikimem_watch.daemon.http import load_or_make_token
+from wikimem_watch.errors import ConfigError
 
 
 def test_a_token_is_made_private_and_then_kept(tmp_path: Path) -> None:
@@ -37,3 +40,11 @@ def test_a_symlink_planted_as_the_token_is_replaced_and_its_target_untouched(
     token = load_or_make_token(path)
     assert token != "k" * 43 and not path.is_symlink()
     assert target.read_text(encoding="ascii") == "k" * 43 + "\n"
+
+
+def test_a_folder_planted_as_the_token_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "vault.http-token"
+    path.mkdir(parents=True)
+    with pytest.raises(ConfigError, match="cannot write the HTTP token"):
+        load_or_make_token(path)
+    assert path.is_dir() and sorted(p.name for p in path.parent.iterdir()) == [path.name]

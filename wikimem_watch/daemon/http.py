@@ -16,6 +16,7 @@ Secure by default, because a browser can reach loopback too:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hmac
 import http.client
@@ -131,13 +132,18 @@ def load_or_make_token(path: Path) -> str:
             log.warning("the HTTP token %s was not private to this user: made a new one", path)
     token = secrets.token_urlsafe(32)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, token.encode("ascii") + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, token.encode("ascii") + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)  # a folder planted there refuses it: said below, not a traceback
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise ConfigError(f"cannot write the HTTP token {str(path)!r}: {exc}") from None
     return token
 
 
