@@ -104,6 +104,12 @@ POSITIVE = [
     ),
     _case("en-yesterday-comma-today-is-both", "yesterday, today", "2026-07-23", "2026-07-24"),
     _case("en-a-span-then-today-is-the-span", "the past 3 days today", "2026-07-22", "2026-07-24"),
+    _case(
+        "en-a-period-then-a-clause-of-today",
+        "I was sick last week, today I feel better",
+        "2026-07-13",
+        "2026-07-19",
+    ),
     _case("zh-last-week-then-fell-for", "上周我爱上了爬山", "2026-07-13", "2026-07-19"),
     _case("zh-read-last-weeks-report", "我看上周的报告", "2026-07-13", "2026-07-19"),
     _case("zh-last-week-gexingqi", "上个星期", "2026-07-13", "2026-07-19"),

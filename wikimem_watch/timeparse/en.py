@@ -69,7 +69,7 @@ WEEK_OF_BEFORE = LazyPattern(r"(?:(?<![a-z])the\s+|^\s*)week\s+of\s+$", re.I)  #
 # "this day last year", "on this day a month ago", "a year ago today": that period's day
 # that is today's date (as 去年的今天).
 SAME_DAY_BEFORE = LazyPattern(r"(?<![a-z])(?:on\s+)?this\s+(?:very\s+)?day,?\s+$", re.I)
-SAME_DAY_AFTER = LazyPattern(r",?\s+today(?![a-z])", re.I)
+SAME_DAY_AFTER = LazyPattern(r"\s+today(?![a-z])", re.I)  # not ", today": a new clause
 # "my last 3 days in Paris", "her past two weeks": a period of something else, not of now.
 OWNER_BEFORE = LazyPattern(r"(?<![a-z])(?:my|our|your|his|her|their|its|those|these)\s+$", re.I)
 
