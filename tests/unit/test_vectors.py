@@ -590,6 +590,23 @@ def test_an_embedding_error_leaves_status_once_embedding_works_again(tmp_path: P
     assert cache.stats()["last_error"] is None
 
 
+def test_an_embedding_error_leaves_status_when_nothing_is_left_to_embed(tmp_path: Path) -> None:
+    """The entry that failed was deleted: the next sync embedded nothing and kept the state
+    "error" and the endpoint's message in ``status`` for as long as the daemon ran."""
+    emb = CountingEmbedder()
+    cache = open_cache(tmp_path, emb)
+    sync = VectorSync(emb, cache)
+    kept = vault(3)
+    assert sync.sync(kept) == 3
+    emb.fail_after = len(emb.calls)  # the endpoint goes down, then an entry is added
+    with pytest.raises(EmbedError):
+        sync.sync({**kept, **vault(1, salt="new")})
+    assert cache.state == "error"
+    assert sync.sync(kept) == 0  # the new entry is deleted: nothing is missing any more
+    assert cache.state == "ready" and sync.last_error is None and sync.pending == 0
+    assert cache.stats()["last_error"] is None
+
+
 def test_progress_callback_reports_done_and_total(tmp_path: Path) -> None:
     emb = CountingEmbedder()
     seen: list[tuple[int, int]] = []

@@ -242,6 +242,12 @@ class VectorSync:
         todo = [h for h in todo if h not in self._failed]
         self.pending = len(todo) + len(self._deferred)
         if not todo:
+            # Nothing failed and nothing is left to embed (the texts that failed were edited
+            # or deleted, or another machine embedded them): the last sync's error is over;
+            # it stayed, with the state "error", until a later sync had something to embed.
+            if self.cache.state == "error":
+                self.cache.state = "ready"
+            self._recovered()
             return 0
         report = self.cache  # status always reads the working cache
         shown = report.state != "mismatch"  # a mismatch stays one until a rebuild swaps in
