@@ -19,6 +19,7 @@ from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.parse import parse_note
 from wikimem_watch.vectors import cache_groups
 from wikimem_watch.vectors import files as files_mod
+from wikimem_watch.vectors import sync as sync_module
 from wikimem_watch.vectors.cache import VectorCache
 from wikimem_watch.vectors.embedders import EmbedError
 from wikimem_watch.vectors.files import KEYS_FILE, atomic_write
@@ -605,6 +606,29 @@ def test_an_embedding_error_leaves_status_when_nothing_is_left_to_embed(tmp_path
     assert sync.sync(kept) == 0  # the new entry is deleted: nothing is missing any more
     assert cache.state == "ready" and sync.last_error is None and sync.pending == 0
     assert cache.stats()["last_error"] is None
+
+
+def test_background_sync_tries_again_after_an_embedding_error_without_a_new_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An endpoint down when the daemon started left the vault without vectors, and "error"
+    in ``status``, until the next edit queued another sync."""
+    monkeypatch.setattr(sync_module, "RETRY_S", 0.05)
+    emb = CountingEmbedder(fail_after=0)
+    cache = open_cache(tmp_path, emb)
+    sync = VectorSync(emb, cache)
+    entries = vault(3)
+    sync.start_background(entries)
+    assert sync.wait_idle(5)
+    assert sync.last_error == "endpoint down (test)" and sync.pending == 3
+    emb.fail_after = None  # the endpoint is back; nothing in the vault changes
+    deadline = time.monotonic() + 5
+    while cache.missing(entries) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sync.wait_idle(5)
+    assert cache.missing(entries) == [] and sync.pending == 0
+    assert cache.state == "ready" and cache.stats()["last_error"] is None
+    sync.stop()
 
 
 def test_progress_callback_reports_done_and_total(tmp_path: Path) -> None:

@@ -50,6 +50,11 @@ REBUILD_DIR = "rebuild"  # a rebuild's new cache, beside the working one until i
 ProgressFn = Callable[[int, int], None]  # (done, total)
 POLL_S = 2.0  # how often an idle background thread looks for other machines' segments
 WAIT_POLL_S = 0.2  # ... and while it waits for another daemon's vectors
+# After an embedding error, the background thread tries the same job again after this long,
+# doubling up to RETRY_MAX_S: an endpoint down when the daemon started (a local server that
+# starts later) left the vault without vectors, "error" in status, until the next edit.
+RETRY_S = 30.0
+RETRY_MAX_S = 900.0
 
 
 @dataclass(slots=True)
@@ -105,6 +110,9 @@ class VectorSync:
         self._deferred: set[str] = set()  # ... and still within its grace
         self._maintained = False
         self._complete = False  # the last sync embedded everything it found missing
+        self._retry: _Job | None = None  # the job an embedding error stopped, tried again ...
+        self._retry_at = 0.0  # ... at this time.monotonic()
+        self._retry_s = RETRY_S
 
     def run_first(self, work: Callable[[], None], name: str) -> None:
         """Run ``work`` on a thread of its own that holds the run lock from before this
@@ -211,11 +219,14 @@ class VectorSync:
         return self.peers is None or self.peers.rewrites_base(self._active_others())
 
     def _next_wakeup(self) -> float:
-        """Seconds until the background thread should look again (deferred work or a poll)."""
+        """Seconds until the background thread should look again (deferred work, a retry or
+        a poll)."""
+        now = time.monotonic()
+        wait = POLL_S if self._retry is None else max(min(POLL_S, self._retry_at - now), 0.01)
         if not self._deferred or self.peers is None:
-            return POLL_S
+            return wait
         due = min(self._waiting[h] for h in self._deferred) + self.peers.grace_s
-        return max(min(WAIT_POLL_S, due - time.monotonic()), 0.01)
+        return max(min(WAIT_POLL_S, wait, due - now), 0.01)
 
     def _rebuild(self, entries: Mapping[str, str]) -> int:
         """Fill a fresh cache beside the working one; swap it in when complete."""
@@ -377,6 +388,10 @@ class VectorSync:
                     self._target, self._last = None, job.entries
                 elif self._deferred and self._last is not None:
                     job = _Job(self._last)
+                elif self._retry is not None and time.monotonic() >= self._retry_at:
+                    job = self._retry
+                if job is not None:
+                    self._retry = None  # a newer job, or this retry, replaces it
                 self._busy = job is not None
             try:
                 if job is None:
@@ -389,8 +404,13 @@ class VectorSync:
                         fresh=job.fresh,
                         removed=job.removed,
                     )
+                    self._retry_s = RETRY_S  # embedding works: the next error waits RETRY_S
             except EmbedError as exc:
                 log.warning("embedding stopped: %s (BM25 keeps serving)", exc.message)
+                if job is not None:  # what was embedded is kept: a retry embeds the rest
+                    self._retry = _Job(job.entries, job.rebuild)
+                    self._retry_at = time.monotonic() + self._retry_s
+                    self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)
             except OSError as exc:  # e.g. a read-only cache dir: vectors stay in memory
                 self._report(f"vector cache not writable: {exc}")
                 log.warning("embedding stopped: %s (BM25 keeps serving)", self.last_error)
