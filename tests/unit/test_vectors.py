@@ -445,6 +445,23 @@ def test_non_finite_vectors_are_a_failed_embedding_never_stored(tmp_path: Path) 
     assert np.isfinite(service.cache._m.mat).all(), "nothing non-finite is held"
 
 
+def test_a_failed_text_edited_or_deleted_is_no_longer_counted_in_failed(tmp_path: Path) -> None:
+    """``status.failed`` kept counting a text that failed after it was edited away."""
+    entries = vault(3)
+    emb = NanEmbedder()
+    service = VectorService(emb, tmp_path)
+    service.open()
+    service.sync.sync({**entries, content_hash("poison"): "poison ivy notes"})
+    assert service.status()["failed"] == 1
+    edited = {**entries, content_hash("ivy"): "ivy notes"}  # the note is edited: a new key
+    assert service.sync.sync(edited, fresh=[content_hash("ivy")], removed=1) == 1
+    assert service.status()["failed"] == 0
+    service.sync.sync({**entries, content_hash("poison"): "poison ivy notes"})
+    assert service.status()["failed"] == 1, "the same text again fails again"
+    service.sync.sync(entries)  # deleted, seen by a sync that lists every key
+    assert service.status()["failed"] == 0
+
+
 def test_all_zero_vectors_are_a_failed_embedding_never_stored(tmp_path: Path) -> None:
     entries = {**vault(6), content_hash("blank"): "blank page notes"}
     service = VectorService(NanEmbedder(), tmp_path)

@@ -170,6 +170,10 @@ class VectorSync:
             if rebuild:
                 self._deferred.clear()
                 return self._rebuild(entries)
+            if self._failed and (removed or fresh is None):
+                # A failed text edited or deleted since has failed no more: ``failed`` in
+                # status counted it for as long as the daemon ran. O(failed) lookups.
+                self._failed = {h for h in self._failed if entries.get(h) is not None}
             cache.refresh()  # another machine's segments may hold what we lack
             wanted = fresh if delta and fresh is not None else entries
             todo = [] if cache.state == "mismatch" else cache.missing(wanted)
