@@ -120,6 +120,32 @@ def test_a_model_answering_another_dimension_is_a_mismatch_not_an_error(tmp_path
     assert len(changed.calls) == calls  # nothing embedded until `embed --rebuild`
 
 
+def test_a_dimension_change_found_by_a_flush_stays_a_mismatch_and_embeds_nothing_more(
+    tmp_path: Path,
+) -> None:
+    """A segment flushed mid-sync found the new dimension: the rows still buffered were stored
+    after the reset, the state read "error", and the next sync re-embedded the whole vault."""
+    first = VectorService(NamedOnly(16), tmp_path)
+    first.open()
+    entries = vault(4)
+    first.sync.sync(entries)
+    changed = NamedOnly(32)
+    service = VectorService(changed, tmp_path)
+    service.open()
+    service.sync.batch_size = service.sync.flush_rows = 1  # a flush after every text
+    more = {**entries, **vault(3, salt="new")}
+    with pytest.raises(EmbedError):
+        service.sync.sync(more)
+    status = service.status()
+    assert status["state"] == "mismatch" and status["hashes"] == 0
+    assert service.cosines("cat number 1", list(entries), 3) is None
+    calls = len(changed.calls)
+    service.sync.sync(more)
+    assert len(changed.calls) == calls, "nothing embedded until `embed --rebuild`"
+    status = service.status()
+    assert status["state"] == "mismatch" and "dim [32]" in str(status["last_error"])
+
+
 class FailingQueries(CountingEmbedder):
     """Documents embed; every query fails, as an endpoint that died after the corpus."""
 

@@ -285,9 +285,15 @@ class VectorSync:
                 if self.on_progress is not None:
                     self.on_progress(done, len(todo))
         except EmbedError as exc:
-            self._report(exc.message)
-            if shown:
-                report.state = "error"
+            if target.state == "mismatch":
+                # The model answered another dimension (``VectorCache.add``): the rows still
+                # buffered are its; stored after the reset they made the cache "usable" again
+                # and the next sync re-embedded the whole vault without `embed --rebuild`.
+                buffer = {}
+            if target is not report or report.state != "mismatch":  # else the cache's own
+                self._report(exc.message)
+                if shown:
+                    report.state = "error"
             raise
         finally:
             target.add(buffer)
