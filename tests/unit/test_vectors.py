@@ -631,6 +631,7 @@ def test_background_sync_tries_again_after_an_embedding_error_without_a_new_edit
     """An endpoint down when the daemon started left the vault without vectors, and "error"
     in ``status``, until the next edit queued another sync."""
     monkeypatch.setattr(sync_module, "RETRY_S", 0.05)
+    monkeypatch.setattr(sync_module, "RETRY_MAX_S", 0.05)  # however often it failed meanwhile
     emb = CountingEmbedder(fail_after=0)
     cache = open_cache(tmp_path, emb)
     sync = VectorSync(emb, cache)
