@@ -649,6 +649,28 @@ def test_background_sync_tries_again_after_an_embedding_error_without_a_new_edit
     sync.stop()
 
 
+def test_a_rebuild_stopped_by_an_error_is_not_dropped_by_an_edit_queued_after_it(
+    tmp_path: Path,
+) -> None:
+    """An edit before the retry was due ran as a plain sync: the rebuild was forgotten, and a
+    mismatched cache stayed off until `embed --rebuild` was issued again."""
+    entries = vault(4)
+    VectorSync(HashEmbedder(dim=16), open_cache(tmp_path, HashEmbedder(dim=16))).sync(entries)
+    emb = CountingEmbedder(fail_after=0)
+    cache = open_cache(tmp_path, emb)
+    sync = VectorSync(emb, cache)
+    sync.start_background(entries, rebuild=True)
+    assert sync.wait_idle(5)
+    assert cache.state == "mismatch" and sync.last_error == "endpoint down (test)"
+    emb.fail_after = None  # the endpoint is back, and a note is added before the retry
+    edited = {**entries, **vault(1, salt="new")}
+    sync.start_background(edited, fresh=list(vault(1, salt="new")))
+    assert sync.wait_idle(5)
+    assert cache.state == "ready" and cache.missing(edited) == []
+    assert not (tmp_path / REBUILD_DIR).exists()
+    sync.stop()
+
+
 def test_progress_callback_reports_done_and_total(tmp_path: Path) -> None:
     emb = CountingEmbedder()
     seen: list[tuple[int, int]] = []

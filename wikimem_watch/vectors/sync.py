@@ -393,15 +393,7 @@ class VectorSync:
                     self._wake.wait(self._next_wakeup())
                 if self._stop.is_set():
                     return
-                job = self._target
-                if job is not None:
-                    self._target, self._last = None, job.entries
-                elif self._deferred and self._last is not None:
-                    job = _Job(self._last)
-                elif self._retry is not None and time.monotonic() >= self._retry_at:
-                    job = self._retry
-                if job is not None:
-                    self._retry = None  # a newer job, or this retry, replaces it
+                job = self._next_job()
                 self._busy = job is not None
             try:
                 if job is None:
@@ -432,6 +424,24 @@ class VectorSync:
                 with self._wake:
                     self._busy = False
                     self._wake.notify_all()
+
+    def _next_job(self) -> _Job | None:
+        """The job to run now (under ``_wake``): the queued one, else deferred work, else a
+        retry that is due; None: only a refresh."""
+        job = self._target
+        if job is not None:
+            self._target, self._last = None, job.entries
+            if self._retry is not None and self._retry.rebuild:
+                # A rebuild an error stopped is not dropped by an edit queued since (it was:
+                # the mismatch stayed until `embed --rebuild` was issued again).
+                job.rebuild = True
+        elif self._deferred and self._last is not None:
+            job = _Job(self._last)
+        elif self._retry is not None and time.monotonic() >= self._retry_at:
+            job = self._retry
+        if job is not None:
+            self._retry = None  # a newer job, or this retry, replaces it
+        return job
 
     @property
     def busy(self) -> bool:
