@@ -341,3 +341,32 @@ def test_a_note_reported_as_a_moved_folder_is_read_as_a_note(vault: Path) -> Non
     (vault / "new.md").write_text("## n\nx\n", encoding="utf-8")
     assert "new.md" in daemon._under("new.md")
     assert "wiki/people.md" in daemon._under("wiki")  # a folder: the notes below it
+
+
+def journal_lines(journal: Journal) -> list[tuple[str, str, str | None]]:
+    lines = [json.loads(x) for x in journal.path.read_text(encoding="utf-8").splitlines()]
+    return [(x["action"], x["path"], x.get("from")) for x in lines]
+
+
+@pytest.mark.timeout(30)
+def test_a_note_made_unreadable_is_notified_as_removed_and_journaled(
+    vault: Path, peers: Callable[[], FakePeer]
+) -> None:
+    """A note the index drops for being binary (or too big, or unreadable) lost its entries
+    with the generation bumped, but subscribers heard nothing and the journal had no line."""
+    (vault / "alias.md").symlink_to("wiki/people.md")  # dropped with it: the note's line
+    journal = Journal(vault)
+    feed = feed_over(vault, journal=journal)
+    peer = peers()
+    feed.subscribe(peer, (), (), None)
+    peer.replied()
+    (vault / "wiki" / "people.md").write_bytes(b"# People\n\n## Ann\nAnn \x00 sails.\n")
+    assert sorted(feed.apply(["wiki/people.md"], external=True).skipped) == [
+        "alias.md",
+        "wiki/people.md",
+    ]
+    feed.apply([edit(vault, "09:00")])  # a later change: what is heard first is the drop
+    note = peer.notifications(1)[0]
+    assert (note["added"], note["updated"]) == ([], [])
+    assert sorted(note["removed"]) == ["alias.md#Ann", "wiki/people.md#Ann"]
+    assert journal_lines(journal) == [("edit", "wiki/people.md", None)]

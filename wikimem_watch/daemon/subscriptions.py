@@ -107,10 +107,13 @@ class ChangeFeed:
             batch = engine.with_links(paths)  # a note's symlinks change with it
             watching = bool(self._subs)
             hashes = {p: engine.files[p].text_hash for p in batch if p in engine.files}
+            targets = {p: engine.files[p].target for p in hashes}
             before = self._entries(batch) if watching else {}
             stats = engine.apply(batch, stop)
             generation = engine.generation
-            touched = [*stats.changed, *stats.removed]
+            # A note now skipped (made binary, too big, unreadable) lost its entries too.
+            unindexed = [p for p in stats.skipped if p in hashes]
+            touched = [*stats.changed, *stats.removed, *unindexed]
             after = self._entries(touched) if watching and touched else {}
             new_hashes = {p: engine.files[p].text_hash for p in stats.changed if p in engine.files}
             # Still under the lock, so notifications and journal lines leave in the order
@@ -122,7 +125,8 @@ class ChangeFeed:
                 # A symlink to a note changed with it is told by the note's own line.
                 applied = set(batch)
                 links = {p for p in touched if self._target(p) in applied}
-                self._journal(hashes, new_hashes, stats, links)
+                links.update(p for p in unindexed if targets[p] in applied)  # a record gone
+                self._journal(hashes, new_hashes, stats, links, unindexed)
         return stats
 
     def _target(self, rel: str) -> str | None:
@@ -134,7 +138,12 @@ class ChangeFeed:
         return {e.id: e for p in paths if p in engine.files for e in engine.entries_of(p)}
 
     def _journal(
-        self, old: dict[str, str], new: dict[str, str], stats: ApplyStats, links: set[str]
+        self,
+        old: dict[str, str],
+        new: dict[str, str],
+        stats: ApplyStats,
+        links: set[str],
+        unindexed: list[str],
     ) -> None:
         assert self.journal is not None
         created = [p for p in stats.changed if p not in old and p not in links]
@@ -147,6 +156,9 @@ class ChangeFeed:
                 self.journal.external("create", p)
         for p in stats.changed:
             if p in old and p not in links and not self._own(p, new):
+                self.journal.external("edit", p)
+        for p in unindexed:  # its text changed so that it is no note (or it went unreadable)
+            if p not in links:
                 self.journal.external("edit", p)
         for p in moved_from.values():
             self.journal.external("delete", p)
