@@ -370,3 +370,37 @@ def test_a_note_made_unreadable_is_notified_as_removed_and_journaled(
     assert (note["added"], note["updated"]) == ([], [])
     assert sorted(note["removed"]) == ["alias.md#Ann", "wiki/people.md#Ann"]
     assert journal_lines(journal) == [("edit", "wiki/people.md", None)]
+
+
+@pytest.mark.timeout(30)
+def test_a_change_of_a_notes_tags_is_notified_as_updated_and_heard_by_q(
+    vault: Path, peers: Callable[[], FakePeer]
+) -> None:
+    """An entry whose front-matter tags (or title) changed is indexed anew and matches new
+    words, but only a change of its heading or text was called an update: nothing was
+    notified, and a subscription whose ``q`` is the new tag missed it."""
+    people = vault / "wiki" / "people.md"
+    people.write_text("---\ntags: [friends]\n---\n## Ann\nAnn likes sailing.\n", "utf-8")
+    feed = feed_over(vault)
+    everything, tagged = peers(), peers()
+    feed.subscribe(everything, (), (), None)
+    feed.subscribe(tagged, (), (), "lighthouse")
+    everything.replied()
+    tagged.replied()
+    people.write_text(
+        "---\ntags: [friends, lighthouse]\n---\n## Ann\nAnn likes sailing.\n", "utf-8"
+    )
+    feed.apply(["wiki/people.md"], external=True)
+    feed.apply([edit(vault, "lighthouse")])  # a later change, heard by both
+    day = vault / "diary" / "2026-07-20.md"  # a line moved, nothing else: not an update
+    day.write_text("\n" + day.read_text(encoding="utf-8"), "utf-8")
+    feed.apply(["diary/2026-07-20.md"])
+    feed.apply([edit(vault, "11:00")])
+    heard = [(n["added"], n["updated"]) for n in everything.notifications(3)]
+    assert heard == [
+        ([], ["wiki/people.md#Ann"]),
+        (["diary/2026-07-20.md#lighthouse"], []),
+        (["diary/2026-07-20.md#11:00"], []),
+    ]
+    note = tagged.notifications(1)[0]
+    assert (note["added"], note["updated"]) == ([], ["wiki/people.md#Ann"])

@@ -23,7 +23,7 @@ import queue
 import socket
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ..core.engine import ApplyStats, Engine, indexed_text
@@ -229,7 +229,7 @@ class ChangeFeed:
 
     def _publish(self, generation: int, before: dict[str, Entry], after: dict[str, Entry]) -> None:
         added = [e for i, e in after.items() if i not in before]
-        updated = [e for i, e in after.items() if i in before and before[i].hash != e.hash]
+        updated = [e for i, e in after.items() if i in before and _changed(before[i], e)]
         removed = [e for i, e in before.items() if i not in after]
         if not (added or updated or removed):
             return
@@ -298,3 +298,10 @@ class ChangeFeed:
             except OSError:
                 self._drop(sub)
                 return
+
+
+def _changed(old: Entry, new: Entry) -> bool:
+    """An update: anything but the entry's line (a line above it added or removed). Not
+    its heading and text alone: a note's tags, title, aliases, date or an item's metadata
+    change its entries too (what they match, how they rank and read)."""
+    return old != new if old.line == new.line else replace(old, line=new.line) != new
