@@ -404,3 +404,37 @@ def test_a_change_of_a_notes_tags_is_notified_as_updated_and_heard_by_q(
     ]
     note = tagged.notifications(1)[0]
     assert (note["added"], note["updated"]) == ([], ["wiki/people.md#Ann"])
+
+
+def test_two_notes_of_one_text_moved_together_are_journaled_as_two_moves(vault: Path) -> None:
+    """Moves are paired by text hash: of two notes with the same text (two stubs in a folder
+    moved at once) only one was kept, so one move named the wrong source and the other note
+    read as created, and the first note's removal had no line at all."""
+    (vault / "drafts").mkdir()
+    for name in ("one", "two"):
+        (vault / "drafts" / f"{name}.md").write_text("## todo\nfill in\n", "utf-8")
+    journal = Journal(vault)
+    feed = feed_over(vault, journal=journal)
+    (vault / "drafts").rename(vault / "done")
+    (vault / "archive").mkdir()
+    (vault / "done" / "two.md").rename(vault / "archive" / "two.md")
+    paths = ["archive/two.md", "done/one.md", "drafts/one.md", "drafts/two.md"]
+    feed.apply(paths, external=True)
+    assert journal_lines(journal) == [  # of one text: each paired with its own name
+        ("move", "archive/two.md", "drafts/two.md"),
+        ("move", "done/one.md", "drafts/one.md"),
+    ]
+
+
+def test_a_note_moved_with_a_symlink_to_it_is_journaled_as_its_move(vault: Path) -> None:
+    """The note and its symlink (now dangling) share the text hash: the symlink was taken
+    for the note moved, and the note's removal was never journaled."""
+    (vault / "alias.md").symlink_to("wiki/people.md")
+    journal = Journal(vault)
+    feed = feed_over(vault, journal=journal)
+    (vault / "wiki" / "people.md").rename(vault / "wiki" / "folk.md")
+    feed.apply(["wiki/folk.md", "wiki/people.md"], external=True)
+    assert journal_lines(journal) == [
+        ("move", "wiki/folk.md", "wiki/people.md"),
+        ("delete", "alias.md", None),
+    ]

@@ -147,10 +147,20 @@ class ChangeFeed:
     ) -> None:
         assert self.journal is not None
         created = [p for p in stats.changed if p not in old and p not in links]
-        moved_from = {old[p]: p for p in stats.removed if p in old}
+        # Every removed file by its text: notes may share one (two stubs, a note and its
+        # symlink), and each removal is either the source of one move or a delete.
+        gone: dict[str, list[str]] = {}
+        for p in stats.removed:
+            if p in old:
+                gone.setdefault(old[p], []).append(p)
+        moved: set[str] = set()
         for p in created:
-            src = moved_from.pop(new.get(p, ""), None)
-            if src is not None:
+            sources = gone.get(new.get(p, ""))
+            if sources:
+                name = p.rsplit("/", 1)[-1]  # of the same text: the one of the same name
+                src = next((s for s in sources if s.rsplit("/", 1)[-1] == name), sources[0])
+                sources.remove(src)
+                moved.add(src)
                 self.journal.external("move", p, **{"from": src})
             elif not self._own(p, new):
                 self.journal.external("create", p)
@@ -160,8 +170,9 @@ class ChangeFeed:
         for p in unindexed:  # its text changed so that it is no note (or it went unreadable)
             if p not in links:
                 self.journal.external("edit", p)
-        for p in moved_from.values():
-            self.journal.external("delete", p)
+        for p in stats.removed:
+            if p in old and p not in moved:
+                self.journal.external("delete", p)
 
     def _own(self, rel: str, new: dict[str, str]) -> bool:
         return self.is_own is not None and rel in new and self.is_own(rel, new[rel])
