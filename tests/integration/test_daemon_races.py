@@ -23,6 +23,7 @@ from wikimem_watch.daemon import scans, vault_writer
 from wikimem_watch.daemon.journal import Journal
 from wikimem_watch.daemon.service import Daemon
 from wikimem_watch.daemon.subscriptions import PER_CONNECTION_MAX, ChangeFeed
+from wikimem_watch.daemon.watcher import ChangeSet
 from wikimem_watch.errors import BadRequest, WatchError
 
 
@@ -332,6 +333,22 @@ def test_vectors_wait_for_the_first_scan_to_end(
     note.write_text(note.read_text(encoding="utf-8") + "\n## Cy\nCy rows.\n", encoding="utf-8")
     daemon._applied("wiki/people.md")
     assert synced == [1]
+
+
+def test_changes_found_by_a_rescan_for_lost_events_are_journaled(vault: Path) -> None:
+    """A burst too big for the watcher (a git checkout, a kernel queue overflow) turns into a
+    full rescan: its changes were applied, but none had a journal line."""
+    daemon = Daemon(load_config(vault), socket_path=short_socket_path(), force_polling=True)
+    daemon._restored.set()
+    daemon._scan_chunked()
+    (vault / "wiki" / "people.md").write_text("## Ann\nAnn sails.\n", encoding="utf-8")
+    (vault / "wiki" / "boats.md").write_text("## Heron\na dinghy\n", encoding="utf-8")
+    daemon._apply_changes(ChangeSet(rescan=True))
+    lines = [json.loads(x) for x in daemon.journal.path.read_text(encoding="utf-8").splitlines()]
+    assert [(x["action"], x["path"]) for x in lines] == [
+        ("create", "wiki/boats.md"),
+        ("edit", "wiki/people.md"),
+    ]
 
 
 def test_a_note_reported_as_a_moved_folder_is_read_as_a_note(vault: Path) -> None:

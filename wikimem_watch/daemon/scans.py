@@ -193,13 +193,14 @@ class VaultScans:
         finally:
             self.saving_snapshot = False
 
-    def _scan_chunked(self) -> ApplyStats:
-        """``engine.scan()`` in chunks, refreshing the safety-rescan stat snapshot."""
+    def _scan_chunked(self, *, external: bool = False) -> ApplyStats:
+        """``engine.scan()`` in chunks, refreshing the safety-rescan stat snapshot.
+        ``external``: a rescan for events the watcher lost, journaled as they would be."""
         stats = self._stat_walk()
         known = set(self.engine.files) | set(self.engine.skipped)
         todo = [*stats, *sorted(known - set(stats))]
         self.scan_files = len(todo)
-        result = self._apply(todo)
+        result = self._apply(todo, external=external)
         self._stats = stats
         self._last_rescan = time.monotonic()
         return result
@@ -207,7 +208,7 @@ class VaultScans:
     def _apply_changes(self, changes: ChangeSet) -> None:
         if changes.rescan:
             log.info("full rescan (events were lost or too many at once)")
-            self._scan_chunked()
+            self._scan_chunked(external=True)  # a git checkout's files are journaled too
             return
         paths = set(changes.paths)
         for rel in changes.dirs:
