@@ -221,6 +221,28 @@ def test_a_journal_that_shrank_below_the_cursor_is_read_on_from_its_start(
     assert [e["time"] for e in page["entries"]] == ["11:00"]
 
 
+def test_a_cursor_into_a_journal_rotated_and_grown_past_it_reads_it_from_its_start(
+    tmp_path: Path,
+) -> None:
+    """A cursor below the new file's size was read on from, mid-line: the fragment was
+    skipped, and the new file's lines before it were never seen (``reset`` false)."""
+    from wikimem_watch.daemon.journal import Journal, read_journal
+
+    journal = Journal(tmp_path)
+    journal.diary("2026-07-21", "01:00", None, None)
+    cursor = read_journal(tmp_path, None, 10)["cursor"]
+    assert isinstance(cursor, int)
+    (tmp_path / "journal.jsonl").rename(tmp_path / "journal.1.jsonl")  # rotated
+    for n in range(3):
+        journal.diary("2026-07-22", f"1{n}:00", "agent:companion", None)
+    page = read_journal(tmp_path, cursor, 10)
+    assert page["reset"] is True and page["skipped"] == 0
+    assert isinstance(page["entries"], list)
+    assert [e["time"] for e in page["entries"]] == ["10:00", "11:00", "12:00"]
+    again = read_journal(tmp_path, page["cursor"], 10)  # type: ignore[arg-type]
+    assert again["reset"] is False and again["entries"] == []
+
+
 def test_an_entry_filed_at_another_day_or_time_happened_then() -> None:
     """Without ``ts``, a backdated entry's ``ts`` is its own day and time: the recency decay
     read the moment it was written down, so an old entry ranked as fresh."""

@@ -121,7 +121,8 @@ def _provenance(record: dict[str, object], owner: str | None, source: str | None
 def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]:
     """Lines of the journal: after byte offset ``since`` (a previous ``cursor``), at most
     ``limit`` of them, else the last ``limit``. ``cursor`` is where the next read starts;
-    ``reset`` says the file shrank below ``since`` (rotated) and reading restarted at 0.
+    ``reset`` says the file shrank below ``since`` or ``since`` is no longer at the start of
+    a line (rotated, or rewritten by hand) and reading restarted at 0.
     Lines that are not JSON objects are skipped."""
     path = root / JOURNAL_NAME
     # No journal (yet, or rotated away) reads as an empty file: every field of a reply.
@@ -135,7 +136,9 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
         if not stat.S_ISREG(st.st_mode):
             return empty
         size = st.st_size
-        reset = since is not None and since > size
+        # A cursor is always just past a newline: one that is not was given by another file
+        # (rotated, then grown past it), whose first lines it would skip.
+        reset = since is not None and (since > size or (since > 0 and not _at_line(fd, since)))
         if since is None or reset:
             start = 0 if reset else max(size - MAX_READ_BYTES, 0)
         else:
@@ -156,7 +159,7 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
     if since is None:
         lines = lines[-limit:]
         cursor = start + end
-    else:  # on from the cursor, or from the start of a file that shrank below it
+    else:  # on from the cursor, or from the start of a file rotated or rewritten
         lines = lines[:limit]
         cursor = start + sum(len(ln) + 1 for ln in lines)
     entries = []
@@ -169,6 +172,11 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
             entries.append(obj)
     skipped = len(lines) - len(entries)  # not a JSON object: a hand edit, a torn copy
     return {"entries": entries, "cursor": cursor, "reset": reset, "skipped": skipped}
+
+
+def _at_line(fd: int, pos: int) -> bool:
+    """True when ``pos`` (> 0) is the start of a line: the byte before it is a newline."""
+    return os.pread(fd, 1, pos - 1) == b"\n"
 
 
 def _past_line(fd: int, pos: int, size: int) -> int:
