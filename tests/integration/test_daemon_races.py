@@ -351,6 +351,26 @@ def test_changes_found_by_a_rescan_for_lost_events_are_journaled(vault: Path) ->
     ]
 
 
+def test_a_folder_of_more_notes_than_a_chunk_renamed_is_journaled_as_moves(vault: Path) -> None:
+    """A burst is applied CHUNK_FILES paths at a time, in path order: a renamed folder's new
+    paths filled the first chunks and its old ones the last, and each chunk paired moves
+    alone, so the rename was journaled as creates and deletes, no move at all."""
+    count = scans.CHUNK_FILES + 6
+    (vault / "projects").mkdir()
+    for n in range(count):
+        (vault / "projects" / f"p{n:03d}.md").write_text(f"## plan\nstep {n}\n", "utf-8")
+    daemon = Daemon(load_config(vault), socket_path=short_socket_path(), force_polling=True)
+    daemon._restored.set()
+    daemon._scan_chunked()
+    (vault / "projects").rename(vault / "archive")
+    daemon._apply_changes(ChangeSet(dirs=frozenset({"projects", "archive"})))
+    lines = [json.loads(x) for x in daemon.journal.path.read_text(encoding="utf-8").splitlines()]
+    moves = sorted((x["action"], x.get("from"), x["path"]) for x in lines)
+    assert moves == [
+        ("move", f"projects/p{n:03d}.md", f"archive/p{n:03d}.md") for n in range(count)
+    ]
+
+
 def test_a_note_reported_as_a_moved_folder_is_read_as_a_note(vault: Path) -> None:
     """A polling observer pairs a deleted folder and a new note by their inode and reports
     the folder moved onto the note: the note must be read all the same."""

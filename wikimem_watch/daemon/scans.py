@@ -106,8 +106,17 @@ class VaultScans:
         take a share of the files (ADR-0019). It ends after its batch in hand when a stop is
         asked or a write is waiting; the files it has not reached are then applied in chunks
         (so a write waits for one batch at most). Queries go on between its batches."""
-        total = ApplyStats()
         todo = list(dict.fromkeys(paths))
+        many = external and len(todo) > CHUNK_FILES  # a move may span two chunks
+        with self.feed.pairing_moves() if many else contextlib.nullcontext():
+            total = self._apply_chunks(todo, external)
+        if total.changed or total.removed:
+            self.engine.sync_vectors()  # background; only hashes missing from the cache cost
+        return total
+
+    def _apply_chunks(self, todo: list[str], external: bool) -> ApplyStats:
+        """``_apply``'s loop: ``todo`` a chunk at a time (a cold scan in one), stats merged."""
+        total = ApplyStats()
         while todo and not self._stop_requested:  # a stop: the next start rescans the rest
             self._let_writes_in()
             cold = self.engine.is_cold
@@ -123,8 +132,6 @@ class VaultScans:
                 todo = [rel for rel in todo if rel not in done]
             else:
                 todo = todo[len(chunk) :]
-        if total.changed or total.removed:
-            self.engine.sync_vectors()  # background; only hashes missing from the cache cost
         return total
 
     def _stopping(self) -> bool:

@@ -22,7 +22,7 @@ import logging
 import queue
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -67,6 +67,14 @@ class Subscription:
         return not self.paths or glob_match(entry.path, self.paths)
 
 
+@dataclass(slots=True)
+class _Held:
+    """Files made (path, text hash, ours) and gone (path, text hash), not journaled yet."""
+
+    made: list[tuple[str, str, bool]] = field(default_factory=list)
+    gone: list[tuple[str, str]] = field(default_factory=list)
+
+
 class ChangeFeed:
     """Applies files to the engine and tells subscribers and the journal what changed."""
 
@@ -92,6 +100,8 @@ class ChangeFeed:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self.dropped = 0
+        self._held: _Held | None = None  # inside ``pairing_moves``: what its applies made and
+        # removed, journaled at its end
 
     # --------------------------------------------------------------------- apply
 
@@ -146,33 +156,62 @@ class ChangeFeed:
         unindexed: list[str],
     ) -> None:
         assert self.journal is not None
-        created = [p for p in stats.changed if p not in old and p not in links]
-        # Every removed file by its text: notes may share one (two stubs, a note and its
-        # symlink), and each removal is either the source of one move or a delete.
-        gone: dict[str, list[str]] = {}
-        for p in stats.removed:
-            if p in old:
-                gone.setdefault(old[p], []).append(p)
-        moved: set[str] = set()
-        for p in created:
-            sources = gone.get(new.get(p, ""))
-            if sources:
-                name = p.rsplit("/", 1)[-1]  # of the same text: the one of the same name
-                src = next((s for s in sources if s.rsplit("/", 1)[-1] == name), sources[0])
-                sources.remove(src)
-                moved.add(src)
-                self.journal.external("move", p, **{"from": src})
-            elif not self._own(p, new):
-                self.journal.external("create", p)
+        made = [
+            (p, new.get(p, ""), self._own(p, new))
+            for p in stats.changed
+            if p not in old and p not in links
+        ]
+        gone = [(p, old[p]) for p in stats.removed if p in old]
+        if self._held is not None:
+            self._held.made += made
+            self._held.gone += gone
+            made, gone = [], []
+        deletes = self._made(made, gone)
         for p in stats.changed:
             if p in old and p not in links and not self._own(p, new):
                 self.journal.external("edit", p)
         for p in unindexed:  # its text changed so that it is no note (or it went unreadable)
             if p not in links:
                 self.journal.external("edit", p)
-        for p in stats.removed:
-            if p in old and p not in moved:
-                self.journal.external("delete", p)
+        for p in deletes:
+            self.journal.external("delete", p)
+
+    def _made(self, made: list[tuple[str, str, bool]], gone: list[tuple[str, str]]) -> list[str]:
+        """Journal the files ``made`` (path, text hash, ours) as moves of files ``gone``
+        (path, text hash) or as creates; the gone files that no move took, to be deleted."""
+        assert self.journal is not None
+        # Every removed file by its text: notes may share one (two stubs, a note and its
+        # symlink), and each removal is either the source of one move or a delete.
+        by_text: dict[str, list[str]] = {}
+        for p, digest in gone:
+            by_text.setdefault(digest, []).append(p)
+        moved: set[str] = set()
+        for p, digest, own in made:
+            sources = by_text.get(digest)
+            if sources:
+                name = p.rsplit("/", 1)[-1]  # of the same text: the one of the same name
+                src = next((s for s in sources if s.rsplit("/", 1)[-1] == name), sources[0])
+                sources.remove(src)
+                moved.add(src)
+                self.journal.external("move", p, **{"from": src})
+            elif not own:
+                self.journal.external("create", p)
+        return [p for p, _ in gone if p not in moved]
+
+    @contextlib.contextmanager
+    def pairing_moves(self) -> Iterator[None]:
+        """Journal the creates and deletes of the external applies inside it at its end,
+        paired into moves across them: a burst applied in chunks (a folder of many notes
+        renamed) has a note's old and new path in different chunks."""
+        self._held = held = _Held()
+        try:
+            yield
+        finally:
+            self._held = None
+            if self.journal is not None and (held.made or held.gone):
+                with self.engine.apply_lock:  # in order with the lines of other applies
+                    for p in self._made(held.made, held.gone):
+                        self.journal.external("delete", p)
 
     def _own(self, rel: str, new: dict[str, str]) -> bool:
         return self.is_own is not None and rel in new and self.is_own(rel, new[rel])
