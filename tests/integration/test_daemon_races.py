@@ -475,3 +475,46 @@ def test_a_note_moved_with_a_symlink_to_it_is_journaled_as_its_move(vault: Path)
         ("move", "wiki/folk.md", "wiki/people.md"),
         ("delete", "alias.md", None),
     ]
+
+
+def test_a_persons_undo_back_to_a_state_we_wrote_is_journaled(vault: Path) -> None:
+    """Every state our writes left counted as ours for good: a person who edited our item
+    and then undid the edit (the file back to our bytes) changed the index, but the undo
+    had no journal line, so the journal's last word on the file was the edit."""
+    journal = Journal(vault)
+    engine = Engine(load_config(vault))
+    engine.scan()
+    feed: list[ChangeFeed] = []
+
+    def applied(rel: str) -> int:
+        feed[0].apply([rel])
+        return engine.generation
+
+    writer = vault_writer.VaultWriter(vault, journal=journal, on_written=applied)
+    feed.append(
+        ChangeFeed(
+            engine,
+            journal,
+            writer.is_own,
+            own_mark=writer.own_mark,
+            not_own_before=writer.not_own_before,
+        )
+    )
+    writer.upsert_wiki("people", "Ann", "likes tea")
+    note = vault / "wiki" / "people.md"
+    ours = note.read_text(encoding="utf-8")
+    note.write_text(ours.replace("likes tea", "likes coffee"), encoding="utf-8")
+    feed[0].apply(["wiki/people.md"], external=True)
+    note.write_text(ours, encoding="utf-8")  # the person's undo
+    feed[0].apply(["wiki/people.md"], external=True)
+    lines = [json.loads(x) for x in journal.path.read_text(encoding="utf-8").splitlines()]
+    assert [(x["action"], x.get("path")) for x in lines] == [
+        ("update", None),
+        ("edit", "wiki/people.md"),
+        ("edit", "wiki/people.md"),
+    ]
+    # A write recorded after a save was read stays ours: the save came before it.
+    mark = writer.own_mark()
+    writer.upsert_wiki("people", "Ann", "likes kites")
+    writer.not_own_before("wiki/people.md", mark)
+    assert writer.is_own("wiki/people.md", text_hash(note.read_text(encoding="utf-8")))

@@ -130,6 +130,8 @@ class Daemon(VaultScans, DaemonReports):
             self.writer.is_own,
             between_applies=self._between_applies,
             max_connections=config.max_connections,
+            own_mark=self.writer.own_mark,
+            not_own_before=self.writer.not_own_before,
         )
         self._socket_chosen = socket_path is not None or config.socket is not None
         self.socket_path = socket_path or config.socket or default_socket_path(config)

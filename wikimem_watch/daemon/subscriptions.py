@@ -4,7 +4,8 @@
 write path alike): under the engine's ``apply_lock`` it notes what those files held, applies
 them, and compares, so each change is known as added / updated / removed entry ids with the
 generation that holds it. External changes (``external=True``: the watcher, the safety
-rescan) are journaled one line per file; a state one of our own writes left is not external.
+rescan) are journaled one line per file; a state one of our own writes left is not external
+(until a person's save of that file is applied after it: the file back at it is an undo).
 
 Subscribers (``subscribe {paths?, kinds?, q?}``) get ``changed`` notifications on their
 connection. Each has a bounded queue and its own sender thread: publishing never blocks,
@@ -86,10 +87,15 @@ class ChangeFeed:
         *,
         between_applies: Callable[[], contextlib.AbstractContextManager[object]] | None = None,
         max_connections: int = 256,
+        own_mark: Callable[[], int] | None = None,
+        not_own_before: Callable[[str, int], None] | None = None,
     ) -> None:
         self.engine = engine
         self.journal = journal
         self.is_own = is_own
+        # The writer's (VaultWriter): a person's save applied makes our earlier states theirs.
+        self.own_mark = own_mark
+        self.not_own_before = not_own_before
         # Held while a subscription is made: no apply is half done then (the daemon's also
         # lets a cold scan give way after its batch in hand, as it does for a write).
         self._between_applies = between_applies or (lambda: engine.apply_lock)
@@ -116,6 +122,7 @@ class ChangeFeed:
         with engine.apply_lock:  # only appliers change `files`: reading it here is safe
             batch = engine.with_links(paths)  # a note's symlinks change with it
             watching = bool(self._subs)
+            mark = self.own_mark() if external and self.own_mark is not None else 0
             hashes = {p: engine.files[p].text_hash for p in batch if p in engine.files}
             targets = {p: engine.files[p].target for p in hashes}
             before = self._entries(batch) if watching else {}
@@ -137,6 +144,10 @@ class ChangeFeed:
                 links = {p for p in touched if self._target(p) in applied}
                 links.update(p for p in unindexed if targets[p] in applied)  # a record gone
                 self._journal(hashes, new_hashes, stats, links, unindexed)
+                if self.not_own_before is not None:
+                    for p in [*stats.changed, *unindexed]:
+                        if not self._own(p, new_hashes):
+                            self.not_own_before(p, mark)
         return stats
 
     def _target(self, rel: str) -> str | None:

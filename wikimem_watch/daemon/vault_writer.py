@@ -71,8 +71,8 @@ class _FileState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     recent: list[_Recent] = field(default_factory=list)
     retired: list[writes.Retired] = field(default_factory=list)
-    own: dict[str, None] = field(default_factory=dict)  # the file's text hashes after our
-    # last OWN_KEPT writes, oldest first
+    own: dict[str, int] = field(default_factory=dict)  # the file's text hashes after our
+    # last OWN_KEPT writes, oldest first, each with its ``own_mark``
     seen: tuple[int, int, int] | None = None  # (ino, size, mtime) at the last sweep
 
 
@@ -97,6 +97,7 @@ class VaultWriter:
         self.indexed_hash = indexed_hash  # rel → the text hash the index holds for it
         self._files: dict[str, _FileState] = {}
         self._guard = threading.Lock()
+        self._marks = 0  # own states recorded so far (``own_mark``)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -202,7 +203,11 @@ class VaultWriter:
                 ) from exc
             self._journal_folded_in(op.rel, base, state)
             op.journal("reapplied: another save had overwritten it" if redone else None)
-            state.own[text_hash(written)] = None
+            digest = text_hash(written)
+            state.own.pop(digest, None)  # kept newest last
+            with self._guard:
+                self._marks += 1
+                state.own[digest] = self._marks
             while len(state.own) > OWN_KEPT:
                 del state.own[next(iter(state.own))]
             norm = edit.normalize(written)
@@ -242,6 +247,24 @@ class VaultWriter:
             return False
         with state.lock:
             return digest in state.own
+
+    def own_mark(self) -> int:
+        """How many states our writes have left so far: taken before a file is read, it
+        tells the ones left before that read (``not_own_before``)."""
+        with self._guard:
+            return self._marks
+
+    def not_own_before(self, rel: str, mark: int) -> None:
+        """A person's save of ``rel``, read after our writes up to ``mark``, was applied: the
+        states those writes left are ours no more. The file back at one of them (an undo) is
+        the person's change, and journaled as such."""
+        with self._guard:
+            state = self._files.get(rel)
+        if state is None:
+            return
+        with state.lock:
+            for digest in [d for d, at in state.own.items() if at <= mark]:
+                del state.own[digest]
 
     def _retire(self, rel: str) -> Callable[[writes.Retired], None]:
         state = self._state(rel)
