@@ -409,6 +409,20 @@ def test_a_note_made_unreadable_is_notified_as_removed_and_journaled(
     assert journal_lines(journal) == [("edit", "wiki/people.md", None)]
 
 
+def test_a_note_read_again_after_it_was_skipped_is_journaled_as_an_edit(vault: Path) -> None:
+    """A note the index skipped (binary, too big) that is read again was there all along:
+    it was journaled as created."""
+    people = vault / "wiki" / "people.md"
+    text = people.read_bytes()
+    people.write_bytes(text + b"\x00")
+    journal = Journal(vault)
+    feed = feed_over(vault, journal=journal)
+    assert "wiki/people.md" in feed.engine.skipped
+    people.write_bytes(text)
+    feed.apply(["wiki/people.md"], external=True)
+    assert journal_lines(journal) == [("edit", "wiki/people.md", None)]
+
+
 @pytest.mark.timeout(30)
 def test_a_change_of_a_notes_tags_is_notified_as_updated_and_heard_by_q(
     vault: Path, peers: Callable[[], FakePeer]

@@ -125,6 +125,7 @@ class ChangeFeed:
             mark = self.own_mark() if external and self.own_mark is not None else 0
             hashes = {p: engine.files[p].text_hash for p in batch if p in engine.files}
             targets = {p: engine.files[p].target for p in hashes}
+            unread = {p for p in batch if p in engine.skipped}  # there, but not indexed
             before = self._entries(batch) if watching else {}
             stats = engine.apply(batch, stop)
             generation = engine.generation
@@ -143,7 +144,7 @@ class ChangeFeed:
                 applied = set(batch)
                 links = {p for p in touched if self._target(p) in applied}
                 links.update(p for p in unindexed if targets[p] in applied)  # a record gone
-                self._journal(hashes, new_hashes, stats, links, unindexed)
+                self._journal(hashes, new_hashes, stats, links, unindexed, unread)
                 if self.not_own_before is not None:
                     for p in [*stats.changed, *unindexed]:
                         if not self._own(p, new_hashes):
@@ -165,12 +166,13 @@ class ChangeFeed:
         stats: ApplyStats,
         links: set[str],
         unindexed: list[str],
+        unread: set[str],
     ) -> None:
         assert self.journal is not None
         made = [
             (p, new.get(p, ""), self._own(p, new))
             for p in stats.changed
-            if p not in old and p not in links
+            if p not in old and p not in unread and p not in links
         ]
         gone = [(p, old[p]) for p in stats.removed if p in old]
         if self._held is not None:
@@ -178,8 +180,8 @@ class ChangeFeed:
             self._held.gone += gone
             made, gone = [], []
         deletes = self._made(made, gone)
-        for p in stats.changed:
-            if p in old and p not in links and not self._own(p, new):
+        for p in stats.changed:  # or read again: no longer binary, too big, unreadable
+            if (p in old or p in unread) and p not in links and not self._own(p, new):
                 self.journal.external("edit", p)
         for p in unindexed:  # its text changed so that it is no note (or it went unreadable)
             if p not in links:
