@@ -351,6 +351,21 @@ def test_changes_found_by_a_rescan_for_lost_events_are_journaled(vault: Path) ->
     ]
 
 
+def test_changes_found_by_a_reindex_are_journaled(vault: Path) -> None:
+    """``reindex`` applies the changes the watcher missed, as the safety rescan does, but
+    only the safety rescan journaled them."""
+    from wikimem_watch.daemon.service import _Job
+
+    daemon = Daemon(load_config(vault), socket_path=short_socket_path(), force_polling=True)
+    daemon._restored.set()
+    daemon._scan_chunked()
+    (vault / "wiki" / "people.md").unlink()
+    daemon._run_job(job := _Job("reindex"))
+    assert job.result["removed"] == 1
+    lines = [json.loads(x) for x in daemon.journal.path.read_text(encoding="utf-8").splitlines()]
+    assert [(x["action"], x["path"]) for x in lines] == [("delete", "wiki/people.md")]
+
+
 def test_a_folder_of_more_notes_than_a_chunk_renamed_is_journaled_as_moves(vault: Path) -> None:
     """A burst is applied CHUNK_FILES paths at a time, in path order: a renamed folder's new
     paths filled the first chunks and its old ones the last, and each chunk paired moves

@@ -202,7 +202,7 @@ class VaultScans:
 
     def _scan_chunked(self, *, external: bool = False) -> ApplyStats:
         """``engine.scan()`` in chunks, refreshing the safety-rescan stat snapshot.
-        ``external``: a rescan for events the watcher lost, journaled as they would be."""
+        ``external``: a rescan for events the watcher lost (or a ``reindex``), journaled."""
         stats = self._stat_walk()
         known = set(self.engine.files) | set(self.engine.skipped)
         todo = [*stats, *sorted(known - set(stats))]

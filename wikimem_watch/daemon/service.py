@@ -469,7 +469,9 @@ class Daemon(VaultScans, DaemonReports):
     def _run_job(self, job: _Job) -> None:
         try:
             started = time.perf_counter()
-            stats = self._scan_chunked()
+            # What it finds changed are external changes the watcher missed: journaled, as
+            # the safety rescan journals them.
+            stats = self._scan_chunked(external=True)
             job.result = {
                 "changed": len(stats.changed),
                 "removed": len(stats.removed),
