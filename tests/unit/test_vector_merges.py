@@ -355,6 +355,7 @@ class OtherMachineHash(CountingHash):
         return super().embed_documents(texts) + np.float32(1e-6)
 
 
+@pytest.mark.timeout(60)  # many fsynced segment writes on two caches: 5-13 s on a busy disk
 def test_two_active_daemons_never_rewrite_the_base_back_and_forth(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
