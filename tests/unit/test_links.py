@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import engine_for, hits, write
+from wikimem_watch.core.bm25 import COMPACT_MIN
 from wikimem_watch.core.links import LinkMap
 from wikimem_watch.core.models import Link
 from wikimem_watch.retrieval.context import MAX_LINKED
@@ -272,3 +273,32 @@ def test_a_long_run_of_edits_builds_the_link_map_anew(
     engine.apply(["A.md"])
     assert [u["target"] for u in engine.unresolved_links()] == ["Nowhere"]
     assert [e.path for e, _ in engine.backlinks("B.md")] == ["A.md", "A.md"]
+
+
+def test_a_whole_note_link_brings_the_named_section_when_it_sits_in_slot_zero(
+    tmp_path: Path,
+) -> None:
+    """Slots are reused once enough are freed: the section the hit names may be slot 0,
+    which is a slot, not "none named" (it brought the note's first section instead)."""
+    many = COMPACT_MIN + 8
+    engine = engine_for(
+        tmp_path,
+        {
+            "a.md": "".join(f"## old {i}\n\nx\n\n" for i in range(many)),
+            "diary/2026-11-24.md": "# 2026-11-24\n\n## 14:00\n\ninstall docs\n",
+        },
+    )
+    (tmp_path / "a.md").unlink()
+    engine.apply(["a.md"])  # frees every slot of a.md, slot 0 among them
+    write(tmp_path, "wiki/projects.md", "".join(f"## Topic {i:05}\n\nx\n\n" for i in range(many)))
+    engine.apply(["wiki/projects.md"])
+    reused = engine.slot_entry(0)
+    assert reused.path == "wiki/projects.md" and reused.heading != "Topic 00000"  # the premise
+    write(
+        tmp_path,
+        "diary/2026-11-24.md",
+        f"# 2026-11-24\n\n## 14:00\n\n{reused.heading}: install docs [[file:projects]]\n",
+    )
+    engine.apply(["diary/2026-11-24.md"])
+    (hit,) = hits(run_query(engine, QueryRequest(q="install docs", k=1)))
+    assert [c["heading"] for c in hit["linked"]] == [reused.heading]  # type: ignore[union-attr]

@@ -101,7 +101,9 @@ def expand(
             if targets:
                 best_slot, score = _best_for(targets, scored)
                 if score == 0.0 and len(targets) > 1:  # none matches: the one the hit names
-                    best_slot = _named_in(engine, targets, str(hit["text"])) or best_slot
+                    named = _named_in(engine, targets, str(hit["text"]))
+                    if named is not None:  # slot 0 is a slot (`or` took it for none)
+                        best_slot = named
                 candidates.append((-score, n, best_slot, link))
         chosen: list[tuple[int, Entry, Link]] = []
         more: set[str] = set()
