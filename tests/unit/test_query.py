@@ -685,3 +685,27 @@ def test_ties_rank_the_same_in_a_live_index_and_a_fresh_scan(tmp_path: Path) -> 
     for k in (5, 10, 30):
         got = [h["id"] for h in hits(ask(live, q="coffee", k=k))]
         assert got == [h["id"] for h in hits(ask(fresh, q="coffee", k=k))]
+
+
+def test_a_result_reports_the_generation_its_hits_were_read_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write swapped in right after the query let go of the lock is not in its hits; the
+    result's ``generation`` must not claim it (a client that wrote at generation N and reads
+    ``generation >= N`` takes the hits to include its write)."""
+    from wikimem_watch.retrieval.gate import Gate
+
+    engine = engine_for(tmp_path, {"diary/2026-11-28.md": "## 09:00\ncoffee with Ann\n"})
+    read_at = engine.generation
+    as_dict = Gate.as_dict
+
+    def a_write_lands_first(gate: Gate) -> dict[str, object]:  # first called after the lock
+        if engine.generation == read_at:
+            write(tmp_path, "diary/2026-11-28.md", "## 09:00\ncoffee with Ann\n## 11:00\ncoffee\n")
+            engine.apply(["diary/2026-11-28.md"])
+        return as_dict(gate)
+
+    monkeypatch.setattr(Gate, "as_dict", a_write_lands_first)
+    result = ask(engine, q="coffee yesterday")
+    assert engine.generation == read_at + 1  # the write landed
+    assert len(hits(result)) == 1 and result["generation"] == read_at

@@ -105,6 +105,8 @@ def run_query(
             # from elsewhere may follow it.
             hits, cut = listed(engine, req, applied, hits, terms, scored)
             listing = True
+        # Read with the hits: a write swapped in once the lock is let go is not in them.
+        generation, indexed = engine.generation, bool(engine.files)
     searchable = bool(terms) or bool(applied and listing) or tags_only
     note = None if searchable else nothing_searchable(req.q, gate)
     if empty_ask and gate is not None and "diary" not in req.kinds:
@@ -114,7 +116,7 @@ def run_query(
         note = f"the window {_named(gate)} holds no diary entries, and the rest only asks about it"
     elif note is None and applied is not None and listing and not hits:
         note = f"the window {_named(applied)} holds no diary entries"  # an explicit one
-    if note is None and not hits and not engine.files:
+    if note is None and not hits and not indexed:
         note = f"nothing is indexed: no notes were found in {str(engine.root)!r}"
     return {
         "q": req.q,
@@ -127,7 +129,7 @@ def run_query(
         "cut": cut,
         "query_terms": terms,
         "embedding_used": embedding_used,
-        "generation": engine.generation,
+        "generation": generation,
         "took_ms": round((time.perf_counter() - started) * 1000.0, 3),
     }
 
