@@ -302,3 +302,20 @@ def test_a_whole_note_link_brings_the_named_section_when_it_sits_in_slot_zero(
     engine.apply(["diary/2026-11-24.md"])
     (hit,) = hits(run_query(engine, QueryRequest(q="install docs", k=1)))
     assert [c["heading"] for c in hit["linked"]] == [reused.heading]  # type: ignore[union-attr]
+
+
+def test_of_two_sections_the_hit_names_alike_the_first_in_the_note_is_brought(
+    tmp_path: Path,
+) -> None:
+    """Headings of one length, both named: the highest slot won, and slots follow editing
+    history, so a live index brought another section than a fresh scan of the same files."""
+    entry = "# 2026-11-24\n\n## 14:00\n\nPantry and Garden: install docs [[file:projects]]\n"
+    engine = engine_for(
+        tmp_path, {"wiki/projects.md": "## Garden\n\nx\n", "diary/2026-11-24.md": entry}
+    )
+    write(tmp_path, "wiki/projects.md", "## Pantry\n\ny\n\n## Garden\n\nx\n")  # above it
+    engine.apply(["wiki/projects.md"])
+    fresh = engine_for(tmp_path, {})
+    for index in (engine, fresh):
+        (hit,) = hits(run_query(index, QueryRequest(q="install docs", k=1)))
+        assert [c["heading"] for c in hit["linked"]] == ["Pantry"]  # type: ignore[union-attr]

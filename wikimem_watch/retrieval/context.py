@@ -149,14 +149,17 @@ def _best_for(targets: list[int], scored: tuple[I64, F64]) -> tuple[int, float]:
 
 def _named_in(engine: Engine, targets: list[int], text: str) -> int | None:
     """Of a linked note's sections, the one whose heading the linking text names ("Pantry:
-    … [[file:projects]]" → the Pantry item), the longest such heading; None when none is."""
+    … [[file:projects]]" → the Pantry item), the longest such heading, the first of equals in
+    the note (not the highest slot: slots follow editing history, and a fresh scan chose
+    another); None when none is."""
     lowered = text.lower()
-    named = [
-        (len(h), t)
-        for t in targets
-        if len(h := (engine.store.heading.get(t) or "").strip().lower()) > 1 and h in lowered
-    ]
-    return max(named)[1] if named else None
+    best: int | None = None
+    longest = 1
+    for t in targets:  # in the note's order
+        h = (engine.store.heading.get(t) or "").strip().lower()
+        if len(h) > longest and h in lowered:
+            best, longest = t, len(h)
+    return best
 
 
 def _score_of(slot: int, scored: tuple[I64, F64]) -> float:
