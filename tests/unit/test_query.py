@@ -709,3 +709,21 @@ def test_a_result_reports_the_generation_its_hits_were_read_at(
     result = ask(engine, q="coffee yesterday")
     assert engine.generation == read_at + 1  # the write landed
     assert len(hits(result)) == 1 and result["generation"] == read_at
+
+
+def test_a_bare_date_as_now_is_that_whole_day(tmp_path: Path) -> None:
+    """``now: "2026-11-29"`` was midnight: that day's entries were in the future, and
+    "what happened today" widened into the day before."""
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-28.md": "# 2026-11-28\n\n## 20:00\n\nthe day before\n",
+            "diary/2026-11-29.md": "## 09:00\n\nmorning run\n\n## 21:00\n\nlate tea\n",
+        },
+    )
+    result = run_query(engine, QueryRequest.from_dict({"q": "今天发生了什么", "now": "2026-11-29"}))
+    assert [(h["date"], h["time"]) for h in hits(result)] == [
+        ("2026-11-29", "09:00"),
+        ("2026-11-29", "21:00"),
+    ]
+    assert result["widened"] is False

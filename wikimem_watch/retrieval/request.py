@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, time
 
 from ..errors import BadRequest, require_text
 
@@ -177,9 +177,19 @@ def _now(value: object) -> datetime | None:
     if not isinstance(value, str):
         raise BadRequest(f"now: expected an ISO-8601 date-time string, got {_short(value)}")
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return read_now(value)
     except ValueError:
         raise BadRequest(f"now: {_short(value)} is not ISO-8601 (e.g. 2026-07-24T15:00)") from None
+
+
+def read_now(text: str) -> datetime:
+    """An ISO-8601 ``now``; a bare date is the end of that day ("as of 2026-11-29": its
+    entries happened before it; midnight left them all in the future, and "today" widened
+    into the day before). ValueError when it is no ISO-8601 date or date-time."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if "T" not in text.upper() and " " not in text.strip():  # 2026-11-29, 20261129, 2026-W48-7
+        moment = datetime.combine(moment.date(), time(23, 59, 59))
+    return moment
 
 
 def _short(value: object, limit: int = 80) -> str:

@@ -225,9 +225,9 @@ def parse_time_command(args: argparse.Namespace) -> int:
     now = None
     if args.now:
         try:
-            from datetime import datetime
+            from ..retrieval.request import read_now
 
-            now = datetime.fromisoformat(args.now)
+            now = read_now(args.now)
         except ValueError:
             raise BadRequest(
                 f"--now {args.now!r} is not ISO-8601 (e.g. 2026-07-24T15:00)"
