@@ -319,3 +319,17 @@ def test_of_two_sections_the_hit_names_alike_the_first_in_the_note_is_brought(
     for index in (engine, fresh):
         (hit,) = hits(run_query(index, QueryRequest(q="install docs", k=1)))
         assert [c["heading"] for c in hit["linked"]] == ["Pantry"]  # type: ignore[union-attr]
+
+
+def test_a_link_to_a_heading_of_the_same_note_leads_into_that_note(tmp_path: Path) -> None:
+    """``[[#Hobbies]]`` and ``[[#^blk]]`` (Obsidian's links within a note) were links to no
+    note: ``status`` listed them as unresolved and they brought no linked section."""
+    text = "## Work\n\nsee [[#Hobbies]] and [[#^blk|that]]\n\n## Hobbies\n\nsailing ^blk\n"
+    engine = engine_for(tmp_path, {"people/Ann.md": text})
+    assert engine.unresolved_links() == []
+    (work,) = [e for e in engine.entries_of("people/Ann.md") if e.heading == "Work"]
+    assert [[e.heading for e in engine.resolve(link)] for link in work.links] == [
+        ["Hobbies"],
+        ["Hobbies"],
+    ]
+    assert "Hobbies" in work.text and "that" in work.text  # read as before: no path words

@@ -54,6 +54,14 @@ def parse_link(inner: str, embed: bool) -> Link | None:
     return Link(note.strip(), heading.strip() or None, alias.strip() or None, embed, "obsidian")
 
 
+def _own_note(path: str, link: Link) -> Link:
+    """``[[#Heading]]`` and ``[[#^block]]`` name no note: they lead into the note that holds
+    them (Obsidian's link to a section of the same note), so its path is their target."""
+    if link.target or not link.heading:
+        return link
+    return Link(path, link.heading, link.alias, link.embed, link.style)
+
+
 def _link_text(m: re.Match[str]) -> str:
     """How a link reads in indexed text: its alias, else its target words."""
     link = parse_link(m.group("inner"), bool(m.group("embed")))
@@ -79,7 +87,7 @@ def read_inline(
         prose = _without_code(visible)
     if "[[" in prose:
         links = tuple(
-            link
+            _own_note(path, link)
             for m in _LINK.finditer(prose)
             if (link := parse_link(m.group("inner"), bool(m.group("embed")))) is not None
         )
