@@ -299,3 +299,26 @@ def test_a_folder_made_unreadable_drops_its_notes_as_a_fresh_scan_leaves_them_ou
     assert list(engine.files) == ["diary/2026-01-01.md"]
     with pytest.raises(FileNotFoundError):
         read_note(tmp_path, "wiki/people.md")
+
+
+def test_a_double_star_glob_matches_whole_folder_names_not_their_ends() -> None:
+    """``**/drafts/*`` became ``*drafts/*``, so it also left out ``book-drafts/`` and
+    ``**/README.md`` left out ``NOT_README.md``; a query's ``paths`` read the same globs."""
+    from wikimem_watch.core.vault import glob_match
+
+    notes = NoteFilter(exclude=("**/drafts/*", "**/README.md", "wiki/**/old/**"))
+    left_out = [
+        "drafts/a.md",
+        "wiki/drafts/a.md",
+        "a/b/drafts/c/d.md",
+        "README.md",
+        "wiki/README.md",
+        "wiki/old/x.md",
+        "wiki/a/b/old/x.md",
+    ]
+    kept = ["book-drafts/a.md", "wiki/olddrafts/x.md", "wiki/NOT_README.md", "wiki/bold/x.md"]
+    assert [rel for rel in left_out + kept if notes.accepts(rel)] == kept
+    assert NoteFilter(include=("**/*.md",)).accepts("a.md")
+    assert NoteFilter(exclude=("templates/*", "archive/")).accepts("templates/x/y.md") is False
+    assert glob_match("wiki/people.md", ["**/people.md"])
+    assert not glob_match("wiki/xpeople.md", ["**/people.md"])

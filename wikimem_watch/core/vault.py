@@ -10,9 +10,11 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 MAX_NOTE_BYTES = 8 * 1024 * 1024  # larger "notes" are exports or logs: skipped and reported
@@ -40,8 +42,18 @@ class NoteFilter:
 
 
 def _match(rel: str, glob: str) -> bool:
-    glob = glob.replace("**/", "*")
-    return fnmatch.fnmatchcase(rel, glob) or fnmatch.fnmatchcase(rel, glob.rstrip("/") + "/*")
+    return _glob_regex(glob).match(rel) is not None or (
+        _glob_regex(glob.rstrip("/") + "/*").match(rel) is not None
+    )
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(glob: str) -> re.Pattern[str]:
+    """``glob`` as ``fnmatch`` reads it, except that ``**/`` is any number of whole folders
+    (none too): ``**/drafts/*`` is every ``drafts`` folder and not ``book-drafts``, which the
+    ``*drafts/*`` it used to become also matched. A NUL (no path holds one) marks each."""
+    translated = fnmatch.translate(glob.replace("\x00", "").replace("**/", "\x00"))
+    return re.compile(translated.replace("\x00", "(?:.*/)?"))
 
 
 def rel_path(root: Path, path: Path | str) -> str | None:
