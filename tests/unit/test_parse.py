@@ -322,3 +322,12 @@ def test_a_link_inside_a_malformed_comment_never_makes_metadata() -> None:
     (entry,) = parse_note("notes/n.md", text).entries
     assert entry.owner is None and entry.ts is None and entry.meta == ()
     assert "owner=a" in entry.text
+
+
+def test_a_line_opening_with_triple_backtick_inline_code_does_not_hide_the_rest() -> None:
+    """``"```npm i``` runs it"`` is inline code (a fence's line holds no other backtick), not
+    a fence open to the end: the section's later links and #tags were dropped."""
+    body = "## s\n```npm install``` runs it\n\nsee [[Ann]] #todo\n\n```\n[[No]] #no\n```\n"
+    (entry,) = parse_note("wiki/x.md", body).entries
+    assert entry.tags == ("todo",)
+    assert [link.target for link in entry.links] == ["Ann"]

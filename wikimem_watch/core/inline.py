@@ -23,8 +23,10 @@ _TAG = re.compile(r"#(?<![\w#&/=(\[\\]#)(?P<tag>[^\W\d_][\w/-]*|\d+[^\W\d][\w/-]
 _TAG_REST = re.compile(r"[\w/-]*")  # what a tag goes on with after a combining mark
 # Code, where no #tag is read: fenced blocks (``` or ~~~, three or more, closed by a fence as
 # long, or open to the end) and inline spans of one or two backticks. Each alternative stops
-# at the next fence or backtick run, so the scan stays linear (ADR-0011).
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.M)
+# at the next fence or backtick run, so the scan stays linear (ADR-0011). A backtick fence's
+# line holds no other backtick (CommonMark): "```npm i``` runs it" is inline code in prose,
+# not a fence left open to the end of the section.
+_FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`\n]*$)|~{3,})", re.M)
 _INLINE_CODE = re.compile(r"``(?:[^`\n]|`(?!`))*``|`[^`\n]*`")
 # A Markdown link to a note, "[text](people/Ann.md#Work)" (Obsidian writes these when wikilinks
 # are off): a relative path ending in .md, percent-encoded or in <angle brackets>.
