@@ -333,3 +333,15 @@ def test_a_link_to_a_heading_of_the_same_note_leads_into_that_note(tmp_path: Pat
         ["Hobbies"],
     ]
     assert "Hobbies" in work.text and "that" in work.text  # read as before: no path words
+
+
+def test_a_long_line_of_hashes_under_a_deeper_heading_resolves_in_linear_time(
+    tmp_path: Path,
+) -> None:
+    """Looking for a ### heading backtracked over a whole line from every character: a line
+    of " #" of 16 KB took 2 s and one of 600 KB an hour, the engine's lock held, when a link
+    named a heading the note lacks. Not timed here: the property is that it finishes."""
+    evil = "## a\n\n### b" + " #" * 300_000 + "x\n\n### Tips ##\n\nmore\n"
+    engine = engine_for(tmp_path, {"Evil.md": evil})
+    assert [e.heading for e in engine.resolve(Link("Evil", "nothing"))] == ["a"]
+    assert [e.heading for e in engine.resolve(Link("Evil", "tips"))] == ["a"]

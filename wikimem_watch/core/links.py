@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 
 # What Obsidian leaves out of a heading when it writes a link to it.
 _LINK_UNSAFE = re.compile(r"[:#|^\[\]%]+")
-_DEEPER_HEADING = re.compile(r"^ {0,3}#{3,6}[ \t]+(.+?)[ \t#]*$", re.M)
+# The text of a ### to ###### heading line; its closing #s are stripped in Python, because a
+# lazy "(.+?)[ \t#]*$" backtracks quadratically over a line of " #" (hours for a long one).
+_DEEPER_HEADING = re.compile(r"^ {0,3}#{3,6}[ \t]+(\S.*)$", re.M)
 
 
 def heading_key(text: str) -> str:
@@ -186,7 +188,7 @@ class EngineLinks:
                     if re.search(rf"(?<!\S)\^{re.escape(part[1:].strip())}[ \t]*$", text, re.M):
                         return [slot]
                 elif "#" in text and any(
-                    heading_key(m) == want for m in _DEEPER_HEADING.findall(text)
+                    heading_key(m.rstrip(" \t#")) == want for m in _DEEPER_HEADING.findall(text)
                 ):
                     return [slot]
         return []
