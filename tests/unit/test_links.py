@@ -333,6 +333,7 @@ def test_a_link_to_a_heading_of_the_same_note_leads_into_that_note(tmp_path: Pat
         ["Hobbies"],
     ]
     assert "Hobbies" in work.text and "that" in work.text  # read as before: no path words
+    assert engine.backlinks("people/Ann.md") == []  # a note's own anchors are no backlinks
 
 
 def test_a_long_line_of_hashes_under_a_deeper_heading_resolves_in_linear_time(

@@ -194,13 +194,16 @@ class EngineLinks:
         return []
 
     def backlinks(self, rel: str) -> list[tuple[Entry, Link]]:
-        """The entries with a link that leads to note ``rel``, by path and line."""
+        """The entries of other notes with a link that leads to note ``rel``, by path and
+        line (a note's own ``[[#Heading]]`` links lead into it, but are no backlinks)."""
         with self.lock:
             if rel not in self.files:
                 raise NotFound(f"no indexed note at {rel!r} (paths are vault-relative)")
             leading = self._link_map().by_note.get(rel, {})
             found: list[tuple[Entry, Link]] = []
             for slot, links in leading.items():
+                if self.store.path[slot] == rel:
+                    continue
                 entry = self.store.entry(slot)  # once per entry: it builds all its links
                 found.extend((entry, link) for link in links)
             return sorted(found, key=lambda x: (x[0].path, x[0].line))
