@@ -214,3 +214,26 @@ def test_information_after_edits_equals_a_fresh_scan(tmp_path: Path) -> None:
     engine.apply([day])
     assert info(engine) == info(fresh(tmp_path))
     assert info(engine)[day + "#09:00"] < first[day + "#09:00"]
+
+
+def test_information_of_a_reused_slot_reads_the_tags_its_entry_has_now(tmp_path: Path) -> None:
+    # The content hash covers the heading and the text, not the note's frontmatter tags: an
+    # entry at a slot that held the same text with other tags must not keep their terms.
+    day = "diary/2026-11-01.md"
+    write(tmp_path, "wiki/w.md", "## a\nalpha some text\n\n## b\nbeta\n\n## c\nbeta\n")
+    write(tmp_path, day, "---\ntags: [alpha]\n---\n## 09:00\nsome text\n")
+    engine = fresh(tmp_path)
+    slot = engine.slot_of(day + "#09:00")
+    assert slot is not None
+    engine.information([slot])  # remembers the entry's terms (alpha among them)
+    (tmp_path / day).unlink()
+    engine.apply([day])
+    engine.index.flush(force=True)  # the slot is free: the next entry takes it
+    assert engine.index.forgotten == 0
+    write(tmp_path, day, "---\ntags: [beta]\n---\n## 09:00\nsome text\n")
+    engine.apply([day])
+    assert engine.slot_of(day + "#09:00") == slot and engine.store.tags_of(slot) == ("beta",)
+    want = fresh(tmp_path)
+    at = want.slot_of(day + "#09:00")
+    assert at is not None
+    assert engine.information([slot]).tolist() == want.information([at]).tolist()

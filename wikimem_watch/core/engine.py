@@ -380,6 +380,11 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
         else:
             self._digest ^= record.digest
         self.vector_keys.drop(slots)
+        # The term ids ``information`` remembers are checked against the content hash, which
+        # leaves out the note's frontmatter tags: an entry of the same text that reuses the
+        # slot with other tags would be read by the old ones.
+        for slot in slots:
+            self._term_ids.pop(slot, None)
         self._removed_vector_keys += len(slots) if self.tracks_vectors else 0
         for slot, entry in zip(slots, entries, strict=True):
             self._unlink(slot)
