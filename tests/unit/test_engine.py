@@ -237,3 +237,16 @@ def test_information_of_a_reused_slot_reads_the_tags_its_entry_has_now(tmp_path:
     at = want.slot_of(day + "#09:00")
     assert at is not None
     assert engine.information([slot]).tolist() == want.information([at]).tolist()
+
+
+def test_entries_of_two_files_of_one_day_at_one_time_keep_a_fresh_scans_order(
+    tmp_path: Path,
+) -> None:
+    for folder in ("diary/a", "diary/b"):
+        write(tmp_path, f"{folder}/2026-01-01.md", f"## 09:00\nfrom {folder}\n")
+    engine = fresh(tmp_path)
+    write(tmp_path, "diary/a/2026-01-01.md", "## 09:00\nfrom a, edited\n")
+    engine.apply(["diary/a/2026-01-01.md"])  # applied last, yet not listed last
+    ids = [e.id for e in engine.entries_on("2026-01-01")]
+    assert ids == [e.id for e in fresh(tmp_path).entries_on("2026-01-01")]
+    assert ids == ["diary/a/2026-01-01.md#09:00", "diary/b/2026-01-01.md#09:00"]

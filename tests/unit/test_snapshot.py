@@ -676,3 +676,23 @@ def test_the_terms_are_written_in_pieces_as_one_json_list(chunk: int) -> None:
     for terms in ([], ["a"], ["a", "中文", '"q', "\\", "é"], [str(n) for n in range(100)]):
         written = b"".join(_json_list(terms, chunk))
         assert written == json.dumps(terms).encode() and json.loads(written) == terms
+
+
+def test_a_day_of_two_files_at_one_time_loads_in_a_fresh_scans_order(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    for folder in ("diary/a", "diary/b"):
+        write(root, f"{folder}/2026-01-01.md", f"## 09:00\nfrom {folder}\n")
+    engine = _engine(root)
+    engine.scan()
+    write(root, "diary/a/2026-01-01.md", "## 09:00\nfrom a, edited\n")
+    engine.apply(["diary/a/2026-01-01.md"])  # the snapshot lists its files b, then a
+    _age(root)
+    engine.apply(["diary/a/2026-01-01.md", "diary/b/2026-01-01.md"])  # stats no longer racy
+    save_snapshot(engine)
+    restored = _engine(root)
+    assert not scan_with_snapshot(restored, save=False).changed  # all of it from the snapshot
+    fresh = _engine(root)
+    fresh.scan()
+    ids = [e.id for e in restored.entries_on("2026-01-01")]
+    assert ids == [e.id for e in fresh.entries_on("2026-01-01")]
+    assert ids == ["diary/a/2026-01-01.md#09:00", "diary/b/2026-01-01.md#09:00"]

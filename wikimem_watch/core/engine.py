@@ -153,19 +153,30 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
         store, n = self.store, self.index.capacity
         day, minute, line = store.day[:n], store.minute[:n], store.line[:n]
         diary = np.flatnonzero(day > 0)
-        order = diary[np.lexsort((line[diary], minute[diary], day[diary]))]
-        if not order.size:
+        if not diary.size:
             return
+        # The files' slots are 0..n-1 in file order.
+        counts = [len(record.slots) for record in self.files.values()]
+        files = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        keys = (line[diary], minute[diary], day[diary])
+        order = diary[np.lexsort(keys)]
+        o_day, o_minute, o_line = day[order], minute[order], line[order]
+        tied = (o_day[1:] == o_day[:-1]) & (o_minute[1:] == o_minute[:-1])
+        if (tied & (o_line[1:] == o_line[:-1])).any():
+            # Entries of two files of one day (diary/2026-01-01.md, diary/x/2026-01-01.md)
+            # that share a time and a line: ordered by path, as ``_add`` orders them (the
+            # files' order here is the order they were last applied in before the save).
+            rank = np.empty(len(counts), dtype=np.int64)
+            by_name = sorted(range(len(counts)), key=list(self.files).__getitem__)
+            rank[by_name] = np.arange(len(counts))
+            order = diary[np.lexsort((rank[files][diary], *keys))]
         cuts = (np.flatnonzero(np.diff(day[order])) + 1).tolist()
         starts, ends = [0, *cuts], [*cuts, int(order.size)]
         ordinals = day[order[starts]].tolist()
         slots = array("i", order.astype(np.int32).tobytes())
         for ordinal, a, b in zip(ordinals, starts, ends, strict=True):
             self.days[date.fromordinal(ordinal).isoformat()] = slots[a:b]
-        # Neighbours: consecutive entries of one file, in (time, line) order (the files'
-        # slots are 0..n-1 in file order).
-        counts = [len(record.slots) for record in self.files.values()]
-        files = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        # Neighbours: consecutive entries of one file, in (time, line) order.
         order = diary[np.lexsort((line[diary], minute[diary], files[diary]))]
         same = files[order[1:]] == files[order[:-1]]
         store.prev[order[1:][same]] = order[:-1][same]
@@ -341,9 +352,12 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
             if day is not None:
                 self.days.setdefault(day, array("i")).append(slot)
                 touched.add(day)
-        minute, line = self.store.minute, self.store.line
+        minute, line, path = self.store.minute, self.store.line, self.store.path
         for day in touched:
-            ordered = sorted(self.days[day], key=lambda s: (minute.item(s), line.item(s)))
+            # Entries of two files of one day (diary/2026-01-01.md, diary/x/2026-01-01.md)
+            # may share a time and a line: the path orders them, not which was applied last,
+            # so a day reads as a fresh scan (and a snapshot load: ``_restore_days``) reads it.
+            ordered = sorted(self.days[day], key=lambda s: (minute.item(s), line.item(s), path[s]))
             self.days[day] = array("i", ordered)
             self._link_day(day)
 
