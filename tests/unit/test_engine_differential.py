@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from wikimem_watch.config import load_config
-from wikimem_watch.core import bm25
+from wikimem_watch.core import bm25, columns
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.snapshot import save_snapshot, scan_with_snapshot
 
@@ -27,6 +27,7 @@ def _body(rng: random.Random, churn: list[int]) -> str:
     parts = [f"---\ntags: [{rng.choice(COMMON[:4])}]\n---\n"] if rng.random() < 0.3 else []
     for i in range(rng.randint(0, 12)):
         words = rng.choices(COMMON, k=rng.randint(1, 5))
+        words += rng.choices(["#tag", "[[wiki/n1]]", "[[n2#Later]]", "<!-- wikimem: owner=me -->"])
         if rng.random() < 0.5:
             churn[0] += 1
             words.append(f"w{churn[0]}")  # a word no other edit holds: churns the vocabulary
@@ -102,6 +103,8 @@ def test_a_live_engine_after_random_edits_equals_a_fresh_scan(
 ) -> None:
     monkeypatch.setattr(bm25, "COMPACT_MIN", 8)
     monkeypatch.setattr(bm25, "PACK_TERMS", 16)
+    monkeypatch.setattr(columns, "COMPACT_MIN_BYTES", 64)  # the entry store compacts too
+    monkeypatch.setattr(columns, "COMPACT_MIN_ITEMS", 4)
     rng = random.Random(seed)
     root = tmp_path / "vault"
     root.mkdir()
@@ -154,6 +157,7 @@ def test_a_live_engine_after_random_edits_equals_a_fresh_scan(
             got, want = _state(live), _state(fresh)
             assert got[0] == want[0], step
             assert got[1] == want[1], step
+            assert dict(live.entries.items()) == dict(fresh.entries.items()), step
             for q in want[2]:
                 _same(got[2][q], want[2][q])
                 if q in ("cat", "moon tea", "火锅 river", "stone run 年糕"):
