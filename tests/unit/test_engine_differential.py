@@ -25,9 +25,12 @@ OLD = time.time() - 100_000
 
 def _body(rng: random.Random, churn: list[int]) -> str:
     parts = [f"---\ntags: [{rng.choice(COMMON[:4])}]\n---\n"] if rng.random() < 0.3 else []
+    parts += [f"# {rng.choice(COMMON)} title\n\n"] if rng.random() < 0.3 else []
     for i in range(rng.randint(0, 12)):
         words = rng.choices(COMMON, k=rng.randint(1, 5))
-        words += rng.choices(["#tag", "[[wiki/n1]]", "[[n2#Later]]", "<!-- wikimem: owner=me -->"])
+        words += rng.choices(
+            ["#tag", "[[wiki/n1]]", "[[n2#Later]]", "<!-- wikimem: owner=me -->", "why tea?"]
+        )
         if rng.random() < 0.5:
             churn[0] += 1
             words.append(f"w{churn[0]}")  # a word no other edit holds: churns the vocabulary
