@@ -100,6 +100,7 @@ def _same(a: dict[str, float], b: dict[str, float]) -> None:
     np.testing.assert_allclose([a[k] for k in keys], [b[k] for k in keys], rtol=1e-9)
 
 
+@pytest.mark.timeout(60)  # ~2-3 s a seed on a quiet machine; a hang guard, not a speed check
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_a_live_engine_after_random_edits_equals_a_fresh_scan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
