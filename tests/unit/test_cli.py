@@ -434,3 +434,32 @@ def test_a_query_of_tags_alone_needs_no_text_and_one_of_neither_is_refused() -> 
     assert json.loads(tagged.stdout)["hits"]
     neither = cli("query", "--vault", str(EXAMPLE), "--in-process")
     assert neither.returncode == 2 and "--tags" in neither.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("query", "--vault", str(EXAMPLE), "-"),
+        ("write", "diary", "--vault", "VAULT", "-"),
+        ("write", "wiki", "--vault", "VAULT", "people", "Mia", "-"),
+    ],
+)
+def test_reading_a_closed_stdin_is_one_line_of_error_not_a_traceback(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    import os
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    argv = [a.replace("VAULT", str(vault)) for a in args]
+    out = subprocess.run(
+        [sys.executable, "-m", "wikimem_watch", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: os.close(0),  # `<&-`: Python's sys.stdin is None
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("wikimem-watch: stdin is closed")
+    assert "Traceback" not in out.stderr
+    assert list(vault.iterdir()) == []  # nothing written

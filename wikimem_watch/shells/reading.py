@@ -36,6 +36,8 @@ def query_command(args: argparse.Namespace) -> int:
         args.text = " ".join(args.text)
     if not args.text and not args.tags:
         raise BadRequest("give the query TEXT (or --tags TAGS alone to list tagged entries)")
+    if args.text == "-":
+        stdin()  # refused before a daemon is asked, or the vault read, for nothing
     client = daemon_or_none(args)
     if client is not None:
         with client:
@@ -130,12 +132,20 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=constant, parse_float=number)
 
 
+def stdin() -> Any:
+    """``sys.stdin``, or a usage error when the process has none: started with its stdin
+    closed (``query - <&-``), Python sets it to None, and reading it was a traceback."""
+    if sys.stdin is None:
+        raise BadRequest("stdin is closed: give TEXT, or pipe the input into -")
+    return sys.stdin
+
+
 def _batch(answer_one: Callable[[Any], dict[str, Any]]) -> int:
     """One JSON request per stdin line → exactly one JSON line out per line in, in order, so
     results pair with requests by position (a blank or bad line gets an error object).
     Exit 1 when any line failed."""
     failed = False
-    for line in sys.stdin:
+    for line in stdin():
         out: dict[str, Any]
         try:
             if not line.strip():

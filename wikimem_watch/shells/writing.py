@@ -17,7 +17,7 @@ from ..errors import BadRequest, DaemonUnavailable
 from .access import config_from_args, connect_args, daemon_or_none
 from .client import call_sent
 from .output import EXIT_OK, print_json
-from .reading import csv_flag
+from .reading import csv_flag, stdin
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ FOLLOW_POLL_S = 0.5
 
 
 def _text(args: argparse.Namespace) -> str:
-    return sys.stdin.read() if args.text == "-" else str(args.text)
+    return stdin().read() if args.text == "-" else str(args.text)
 
 
 def _write(args: argparse.Namespace, method: str, params: dict[str, object]) -> int:
