@@ -86,6 +86,17 @@ def test_note_accepts_what_people_type_from_the_vaults_parent(vault: Path, typed
     assert json.loads(out.stdout)["path"] == "wiki/people.md"
 
 
+def test_note_given_the_vault_as_typed_with_dot_dot_finds_the_note(vault: Path) -> None:
+    """From a sibling folder: ``--vault ../v ../v/wiki/people.md`` is VAULT/wiki/people.md."""
+    (vault.parent / "elsewhere").mkdir()
+    out = cli(
+        "note", "--vault", "../v", "--in-process", "--json", "../v/wiki/people.md",
+        cwd=vault.parent / "elsewhere",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["path"] == "wiki/people.md"
+
+
 def test_note_outside_the_vault_is_a_clear_error(vault: Path) -> None:
     out = cli("note", "--vault", str(vault), "--in-process", "/etc/hosts")
     assert out.returncode == 2

@@ -212,11 +212,14 @@ def note_command(args: argparse.Namespace) -> int:
 
 def _as_typed(path: str, vault: Path | None) -> str:
     """``vault_example/wiki/people.md`` → ``wiki/people.md`` when ``--vault vault_example``
-    was given the same way; any other form goes to the daemon as typed (core.notepath)."""
+    was given the same way; any other form goes to the daemon as typed (core.notepath).
+    A ``..`` in the vault is no reason not to: the rest after VAULT/ is the note in the
+    vault, whatever VAULT leads to (``--vault ../v ../v/wiki/people.md`` was said to lead
+    outside the vault); a ``..`` in the rest is the daemon's to refuse."""
     if vault is None or Path(path).is_absolute() or Path(vault).is_absolute():
         return path
     given, parts = Path(vault).parts, Path(path).parts
-    if len(parts) > len(given) and parts[: len(given)] == given and ".." not in given:
+    if len(parts) > len(given) and parts[: len(given)] == given:
         return Path(*parts[len(given) :]).as_posix()
     return path
 
