@@ -463,3 +463,46 @@ def test_reading_a_closed_stdin_is_one_line_of_error_not_a_traceback(
     assert out.stderr.startswith("wikimem-watch: stdin is closed")
     assert "Traceback" not in out.stderr
     assert list(vault.iterdir()) == []  # nothing written
+
+
+def test_watch_changes_whose_daemon_ends_the_stream_says_so_and_exits_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A daemon that stops, or drops a subscriber more than 256 changes behind, just closes
+    the connection: that ended the command with 0 and nothing said, the changes missed."""
+    import socket
+    import tempfile
+    import threading
+    import uuid
+
+    path = Path(tempfile.gettempdir()) / f"wmw-{uuid.uuid4().hex[:10]}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+
+    def answer_then_close() -> None:
+        conn, _ = server.accept()
+        with conn:
+            request = json.loads(conn.makefile("rb").readline())
+            result = {"subscription": "s1", "generation": 4}
+            changed = {"subscription": "s1", "generation": 5, "added": ["a.md#x"]}
+            conn.sendall(
+                json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
+                + b"\n"
+                + json.dumps({"jsonrpc": "2.0", "method": "changed", "params": changed}).encode()
+                + b"\n"
+            )
+
+    daemon = threading.Thread(target=answer_then_close)
+    daemon.start()
+    try:
+        code = main(["watch-changes", "--socket", str(path)])
+    finally:
+        daemon.join(10)
+        server.close()
+        path.unlink(missing_ok=True)
+    out = capsys.readouterr()
+    assert [json.loads(x)["generation"] for x in out.out.splitlines()] == [5]
+    assert code == 2
+    assert "wikimem-watch: the daemon closed the subscription" in out.err
+    assert "after generation 5" in out.err

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from ..daemon.protocol import encode_request
 from ..errors import BadRequest, DaemonUnavailable
 from .access import config_from_args, connect_args, daemon_or_none
-from .client import call_sent
+from .client import Client, call_sent
 from .output import EXIT_OK, print_json
 from .reading import csv_flag, stdin
 
@@ -154,18 +154,32 @@ def watch_command(args: argparse.Namespace) -> int:
     for name in ("paths", "kinds"):  # an empty one is an error, as for query
         if getattr(args, name) is not None:
             params[name] = csv_flag(name, getattr(args, name))
-    client = connect_args(args)
+    with connect_args(args) as client:
+        generation = _print_changes(client, params)
+    # The stream has no end of its own: the daemon closed it, stopping or dropping a
+    # subscriber too far behind. Ending with 0 and nothing said hid the changes missed.
+    raise DaemonUnavailable(
+        f"the daemon closed the subscription (it stopped, or this reader fell more than 256 "
+        f"changes behind): changes after generation {generation} were not printed"
+    )
+
+
+def _print_changes(client: Client, params: dict[str, object]) -> object:
+    """Subscribe on ``client``'s connection and print each change until the daemon closes
+    it; the generation of the last change printed (or of the subscription)."""
     sock = client._sock
     sock.settimeout(None)
     sock.sendall(encode_request("subscribe", params, 1))
-    reader = sock.makefile("rb")
-    reply = json.loads(reader.readline() or b"null")
-    if not isinstance(reply, dict) or "result" not in reply:
-        message = reply.get("error", {}).get("message") if isinstance(reply, dict) else None
-        raise DaemonUnavailable(f"subscribe failed: {message or reply!r}")
-    print(json.dumps(reply["result"]), file=sys.stderr, flush=True)
-    for line in reader:
-        message = json.loads(line)
-        if isinstance(message, dict) and message.get("method") == "changed":
-            print(json.dumps(message["params"], ensure_ascii=False), flush=True)
-    return EXIT_OK
+    with sock.makefile("rb") as reader:
+        reply = json.loads(reader.readline() or b"null")
+        if not isinstance(reply, dict) or "result" not in reply:
+            message = reply.get("error", {}).get("message") if isinstance(reply, dict) else None
+            raise DaemonUnavailable(f"subscribe failed: {message or reply!r}")
+        print(json.dumps(reply["result"]), file=sys.stderr, flush=True)
+        generation = reply["result"].get("generation")
+        for line in reader:
+            message = json.loads(line)
+            if isinstance(message, dict) and message.get("method") == "changed":
+                print(json.dumps(message["params"], ensure_ascii=False), flush=True)
+                generation = message["params"].get("generation", generation)
+    return generation
