@@ -73,6 +73,13 @@ def test_a_day_without_entries_says_so_and_exits_1(vault: Path) -> None:
     assert (out.returncode, out.stdout) == (1, "no entries on 2026-07-21\n")
 
 
+def test_a_note_without_entries_says_so_and_exits_1(vault: Path) -> None:
+    """An empty note printed nothing at all (exit 1), where ``day`` and ``days`` say so."""
+    write(vault, "wiki/empty.md", "")
+    out = cli("note", "--vault", str(vault), "--in-process", "wiki/empty.md")
+    assert (out.returncode, out.stdout) == (1, "no entries in wiki/empty.md\n")
+
+
 def test_days_without_diary_entries_says_so_and_exits_1(tmp_path: Path) -> None:
     write(tmp_path, "wiki/a.md", "## A\nalpha\n")
     out = cli("days", "--vault", str(tmp_path), "--in-process")

@@ -205,6 +205,8 @@ def note_command(args: argparse.Namespace) -> int:
     result = answer(args, "note", {"path": _as_typed(args.path, args.vault)})
     if args.json:
         print_json(result)
+    elif not result["entries"]:  # an empty note: said, as ``day`` says an empty day
+        print(f"no entries in {shown(result['path'])}")
     else:
         print_entries(result["entries"])
     return EXIT_OK if result["entries"] else EXIT_EMPTY
