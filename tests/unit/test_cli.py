@@ -132,6 +132,7 @@ def test_no_result_exits_1() -> None:
         (("query", "--vault", str(EXAMPLE), "--time-range", "", "x"), "time_range: empty"),
         (("watch-changes", "--vault", str(EXAMPLE), "--paths", ""), "--paths ''"),
         (("watch-changes", "--vault", str(EXAMPLE), "--kinds", ","), "--kinds ','"),
+        (("watch-changes", "--vault", str(EXAMPLE), "--q", ""), "--q ''"),
     ],
 )
 def test_errors_are_one_line_without_traceback(args: tuple[str, ...], needle: str) -> None:

@@ -149,7 +149,9 @@ def _journal_reader(args: argparse.Namespace) -> Callable[[int | None, int], dic
 def watch_command(args: argparse.Namespace) -> int:
     """Subscribe and print each ``changed`` notification's params as a JSON line."""
     params: dict[str, object] = {}
-    if args.q:
+    if args.q is not None:  # `--q "$UNSET"` was dropped: every change, not the ones asked for
+        if not args.q.strip():
+            raise BadRequest(f"--q {args.q!r} names nothing; give words to match or omit it")
         params["q"] = args.q
     for name in ("paths", "kinds"):  # an empty one is an error, as for query
         if getattr(args, name) is not None:
