@@ -125,6 +125,10 @@ def test_no_result_exits_1() -> None:
         (("query", "--vault", str(EXAMPLE), "--tz", "Mars/Base", "x"), "unknown time zone"),
         (("query", "--vault", str(EXAMPLE), "--time-range", "bogus", "x"), "no date or time"),
         (("day", "--vault", str(EXAMPLE), "14-11-2026"), "must be a date"),
+        (
+            ("days", "--vault", str(EXAMPLE), "--start", "", "--end", "2026-11-01"),
+            '"start" must be',
+        ),
         # `--paths "$UNSET"` is refused, not read as "no filter" over the whole vault
         (("query", "--vault", str(EXAMPLE), "--paths", "", "x"), "--paths ''"),
         (("query", "--vault", str(EXAMPLE), "--tags", ",", "x"), "--tags ','"),

@@ -177,7 +177,8 @@ def status_command(args: argparse.Namespace) -> int:
 
 
 def days_command(args: argparse.Namespace) -> int:
-    params = {k: v for k, v in (("start", args.start), ("end", args.end)) if v}
+    # a given one is sent: `--start "$UNSET"` was dropped, and every day was listed
+    params = {k: v for k, v in (("start", args.start), ("end", args.end)) if v is not None}
     result = answer(args, "days", params)
     days = result["days"]
     if args.json:
