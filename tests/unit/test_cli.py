@@ -117,6 +117,7 @@ def test_no_result_exits_1() -> None:
         (("query", "--vault", "/no/such/vault", "x"), "not a directory"),
         (("query", "--vault", str(EXAMPLE), "--time-range", "2026-99-01..2026-01-01", "x"), "date"),
         (("parse-time", "--now", "noon", "昨天"), "--now"),
+        (("parse-time", "--now", "", "today"), "--now ''"),
         (("serve", str(EXAMPLE), "--debounce-ms", "20000"), "debounce_ms=20000"),
         (("serve", str(EXAMPLE), "--debounce-ms", "-5"), "debounce_ms=-5"),
         (("serve", str(EXAMPLE), "--safety-rescan-s", "-3"), "--safety-rescan-s"),

@@ -223,7 +223,7 @@ def parse_time_command(args: argparse.Namespace) -> int:
     from ..timeparse import parse_time_range
 
     now = None
-    if args.now:
+    if args.now is not None:  # `--now "$UNSET"` read the clock, where query refuses it
         try:
             from ..retrieval.request import read_now
 
