@@ -512,3 +512,23 @@ def test_watch_changes_whose_daemon_ends_the_stream_says_so_and_exits_2(
     assert code == 2
     assert "wikimem-watch: the daemon closed the subscription" in out.err
     assert "after generation 5" in out.err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["write", "diary", "--vault", "", "hello"],
+        ["serve", ""],
+        ["serve", "--vault", ""],
+        ["query", "--vault", str(EXAMPLE), "--cache-dir", "", "x"],
+        ["status", "--socket", ""],
+    ],
+)
+def test_an_empty_path_flag_is_refused_not_taken_for_the_working_directory(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--vault "$UNSET"`` was Path(""), the working directory: a write landed there."""
+    with pytest.raises(SystemExit) as exited:
+        parse_args(argv)
+    assert exited.value.code == 2
+    assert "an empty path" in capsys.readouterr().err

@@ -46,13 +46,21 @@ there, or `check` found differences); 2 usage, configuration or daemon unreachab
 ANSWERED = "(through the daemon, else in-process)"
 
 
+def _path(value: str) -> Path:
+    """A path flag's value. An empty one (``--vault "$UNSET"``) is refused: as ``Path("")``
+    it was the working directory, which was then served, indexed or written into."""
+    if not value:
+        raise argparse.ArgumentTypeError("an empty path (an unset variable?)")
+    return Path(value)
+
+
 def _add_vault(p: Parser) -> None:
-    p.add_argument("--vault", type=Path, help="vault directory")
-    p.add_argument("--socket", type=Path, help="daemon socket (default: derived from the vault)")
+    p.add_argument("--vault", type=_path, help="vault directory")
+    p.add_argument("--socket", type=_path, help="daemon socket (default: derived from the vault)")
 
 
 def _add_index_flags(p: Parser) -> None:
-    p.add_argument("--cache-dir", type=Path, help="cache directory (default VAULT/.wikimem)")
+    p.add_argument("--cache-dir", type=_path, help="cache directory (default VAULT/.wikimem)")
     p.add_argument("--include", help="comma-separated globs of notes to index (default: all)")
     p.add_argument("--exclude", help="comma-separated globs of notes to leave out")
     p.add_argument(
@@ -126,7 +134,7 @@ def _parse_time(sub: Any) -> None:
 
 def _serve(sub: Any) -> None:
     s = _register(sub, "serve", "run the daemon for a vault", "commands.serve_command")
-    s.add_argument("vault_pos", metavar="VAULT", nargs="?", type=Path, help="vault directory")
+    s.add_argument("vault_pos", metavar="VAULT", nargs="?", type=_path, help="vault directory")
     _add_index_flags(s)
     s.add_argument(
         "--poll",
