@@ -302,7 +302,10 @@ def _journal(sub: Any) -> None:
 
 
 def _watch_changes(sub: Any) -> None:
-    help_ = "print the running daemon's index changes as JSON lines, as they happen (subscribe)"
+    help_ = (
+        "print the running daemon's index changes as JSON lines, as they happen (subscribe),"
+        " until the daemon ends the stream (said on stderr, exit 2)"
+    )
     c = sub.add_parser("watch-changes", help=help_, description=help_, epilog=EPILOG)
     _add_vault(c)
     c.add_argument("--q", help="only changes whose entries match these words")
