@@ -139,3 +139,8 @@ def test_a_path_filter_that_leaves_the_vault_is_refused_not_answered_with_nothin
     with pytest.raises(BadRequest, match="leads outside the vault"):
         QueryRequest.from_dict({"q": "x", "paths": [path]})
     assert QueryRequest.from_dict({"q": "x", "paths": ["diary/..x"]}).paths == ("diary/..x",)
+
+
+def test_an_empty_time_zone_is_refused_not_read_as_the_local_one() -> None:
+    with pytest.raises(BadRequest, match="tz: unknown time zone ''"):
+        QueryRequest.from_dict({"q": "dentist", "tz": ""})

@@ -108,8 +108,9 @@ def vault_paths(given: tuple[str, ...]) -> tuple[str, ...]:
 
 def _zone(name: str | None) -> str | None:
     """A time zone name the system knows (checked here: a bad one is refused like any
-    other field, before anything is read)."""
-    if name:
+    other field, before anything is read; an empty one too: it read as the local zone,
+    where ``parse-time`` and the writes refuse it)."""
+    if name is not None:
         from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
         try:
