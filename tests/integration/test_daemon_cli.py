@@ -174,7 +174,7 @@ def test_the_embedder_given_to_serve_is_used_by_later_queries_without_the_flag(
     table = wikimem("status", "--vault", v, "--socket", s).stdout
     assert "vectors  ready  2 rows  model hash-ngram23-v1  dim 64  pending 0" in table
     differs = wikimem("query", "--vault", v, "--socket", s, "--embed", "none", "sailing")
-    assert "the daemon ranks with embed='hash', not 'none'" in differs.stderr
+    assert "the daemon uses embed='hash', not 'none'" in differs.stderr
     daemon.stop()
 
     alone = wikimem("query", "--vault", v, "--json", "sailing")
@@ -289,6 +289,15 @@ def test_index_flags_given_to_a_query_a_daemon_answers_are_said_to_be_ignored(
     assert "--exclude apply when a daemon starts" in out.stderr
     plain = wikimem("query", "--vault", str(daemon.vault), "coffee")
     assert "apply when a daemon starts" not in plain.stderr
+
+
+def test_index_flags_given_to_embed_a_daemon_answers_are_said_to_be_ignored(
+    daemon: DaemonProc,
+) -> None:
+    """``embed --exclude …`` with a daemon running embedded with the daemon's settings and
+    said nothing of the flag."""
+    out = wikimem("embed", "--vault", str(daemon.vault), "--exclude", "diary/*")
+    assert "--exclude apply when a daemon starts" in out.stderr
 
 
 @pytest.mark.parametrize("wait", ["-1", "nan"])

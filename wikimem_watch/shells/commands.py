@@ -178,7 +178,12 @@ def embed_command(args: argparse.Namespace) -> int:
     bar = Progress(sys.stderr)
     client = daemon_or_none(args)
     if client is not None:
+        from .reading import warn_if_embedder_differs, warn_start_flags
+
         with client:
+            if args.embed is not None:  # the daemon embeds with its own: said, as query says
+                warn_if_embedder_differs(client, args.embed)
+            warn_start_flags(args)
             status = obj(client.call("embed", {"rebuild": bool(args.rebuild)}))
             while status.get("busy"):  # queued or running; a failure ends it with pending > 0
                 bar.pending(int(status.get("pending") or 0))

@@ -42,8 +42,8 @@ def query_command(args: argparse.Namespace) -> int:
     if client is not None:
         with client:
             if args.embed is not None:
-                _warn_if_embedder_differs(client, args.embed)
-            _warn_start_flags(args)
+                warn_if_embedder_differs(client, args.embed)
+            warn_start_flags(args)
             if args.text == "-":
                 defaults = _line_defaults(args)
                 return _batch(lambda req: _remote_query(client, _with(defaults, req)))
@@ -80,26 +80,28 @@ def _with(defaults: dict[str, object], line: object) -> object:
 _START_FLAGS = ("include", "exclude", "embed_url", "embed_model", "follow_external_symlinks")
 
 
-def _warn_start_flags(args: argparse.Namespace) -> None:
-    """Index flags a running daemon took when it started: given to a query, say so."""
+def warn_start_flags(args: argparse.Namespace) -> None:
+    """Index flags a running daemon took when it started: given to a query or to ``embed``,
+    say so."""
     given = [f"--{name.replace('_', '-')}" for name in _START_FLAGS if getattr(args, name, None)]
     if given:
         print(
             f"wikimem-watch: warning: {', '.join(given)} apply when a daemon starts; the running "
-            "daemon answers with its own (restart it with them, or query with --in-process)",
+            "daemon answers with its own (restart it with them, or use --in-process)",
             file=sys.stderr,
         )
 
 
-def _warn_if_embedder_differs(client: Client, wanted: str) -> None:
-    """``query --embed X`` cannot change a running daemon's embedder: say so."""
+def warn_if_embedder_differs(client: Client, wanted: str) -> None:
+    """``query --embed X`` or ``embed --embed X`` cannot change a running daemon's embedder:
+    say so."""
     running = client.call("status")
     have = running.get("embed") if isinstance(running, dict) else None
     if have is not None and have != wanted:
         print(
-            f"wikimem-watch: warning: the daemon ranks with embed={have!r}, not {wanted!r}; "
-            "--embed applies to a daemon when it starts (restart it with --embed, or query "
-            "with --in-process)",
+            f"wikimem-watch: warning: the daemon uses embed={have!r}, not {wanted!r}; "
+            "--embed applies to a daemon when it starts (restart it with --embed, or use "
+            "--in-process)",
             file=sys.stderr,
         )
 
