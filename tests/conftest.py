@@ -109,26 +109,20 @@ def hits(result: dict[str, object]) -> list[dict[str, object]]:
 
 
 @contextlib.contextmanager
-def hanging_up_daemon(vault: Path | None = None) -> Iterator[Path]:
-    """A socket whose "daemon" reads one request line and closes without a reply, as one
-    that crashed or was stopped after taking a write may do. With ``vault``, it first
-    answers a ``hello`` as that vault's daemon (a client that named the socket checks it)."""
+def scripted_daemon(serve: Callable[[socket.socket], None]) -> Iterator[Path]:
+    """A socket in the temp dir whose "daemon" is ``serve``, given its one connection on a
+    thread of its own (closed when ``serve`` returns)."""
     path = Path(tempfile.gettempdir()) / f"wmw-{uuid.uuid4().hex[:10]}.sock"
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
     server.listen(1)
 
-    def take_and_hang_up() -> None:
+    def accept_one() -> None:
         conn, _ = server.accept()
         with conn:
-            reader = conn.makefile("rb")
-            request = json.loads(reader.readline())
-            if vault is not None and request.get("method") == "hello":
-                reply = {"jsonrpc": "2.0", "id": request["id"], "result": {"vault": str(vault)}}
-                conn.sendall(json.dumps(reply).encode() + b"\n")
-                reader.readline()
+            serve(conn)
 
-    taker = threading.Thread(target=take_and_hang_up)
+    taker = threading.Thread(target=accept_one)
     taker.start()
     try:
         yield path
@@ -136,6 +130,22 @@ def hanging_up_daemon(vault: Path | None = None) -> Iterator[Path]:
         taker.join(10)
         server.close()
         path.unlink(missing_ok=True)
+
+
+def hanging_up_daemon(vault: Path | None = None) -> contextlib.AbstractContextManager[Path]:
+    """A socket whose "daemon" reads one request line and closes without a reply, as one
+    that crashed or was stopped after taking a write may do. With ``vault``, it first
+    answers a ``hello`` as that vault's daemon (a client that named the socket checks it)."""
+
+    def take_and_hang_up(conn: socket.socket) -> None:
+        reader = conn.makefile("rb")
+        request = json.loads(reader.readline())
+        if vault is not None and request.get("method") == "hello":
+            reply = {"jsonrpc": "2.0", "id": request["id"], "result": {"vault": str(vault)}}
+            conn.sendall(json.dumps(reply).encode() + b"\n")
+            reader.readline()
+
+    return scripted_daemon(take_and_hang_up)
 
 
 class FakeObserver:

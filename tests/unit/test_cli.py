@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE, hanging_up_daemon
+from tests.conftest import EXAMPLE, hanging_up_daemon, scripted_daemon
 from wikimem_watch.shells.cli import (
     COMMANDS,
     LOG_LEVELS,
@@ -476,37 +477,20 @@ def test_watch_changes_whose_daemon_ends_the_stream_says_so_and_exits_2(
 ) -> None:
     """A daemon that stops, or drops a subscriber more than 256 changes behind, just closes
     the connection: that ended the command with 0 and nothing said, the changes missed."""
-    import socket
-    import tempfile
-    import threading
-    import uuid
 
-    path = Path(tempfile.gettempdir()) / f"wmw-{uuid.uuid4().hex[:10]}.sock"
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(path))
-    server.listen(1)
+    def answer_then_close(conn: socket.socket) -> None:
+        request = json.loads(conn.makefile("rb").readline())
+        result = {"subscription": "s1", "generation": 4}
+        changed = {"subscription": "s1", "generation": 5, "added": ["a.md#x"]}
+        conn.sendall(
+            json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
+            + b"\n"
+            + json.dumps({"jsonrpc": "2.0", "method": "changed", "params": changed}).encode()
+            + b"\n"
+        )
 
-    def answer_then_close() -> None:
-        conn, _ = server.accept()
-        with conn:
-            request = json.loads(conn.makefile("rb").readline())
-            result = {"subscription": "s1", "generation": 4}
-            changed = {"subscription": "s1", "generation": 5, "added": ["a.md#x"]}
-            conn.sendall(
-                json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
-                + b"\n"
-                + json.dumps({"jsonrpc": "2.0", "method": "changed", "params": changed}).encode()
-                + b"\n"
-            )
-
-    daemon = threading.Thread(target=answer_then_close)
-    daemon.start()
-    try:
+    with scripted_daemon(answer_then_close) as path:
         code = main(["watch-changes", "--socket", str(path)])
-    finally:
-        daemon.join(10)
-        server.close()
-        path.unlink(missing_ok=True)
     out = capsys.readouterr()
     assert [json.loads(x)["generation"] for x in out.out.splitlines()] == [5]
     assert code == 2

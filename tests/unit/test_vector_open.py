@@ -105,14 +105,21 @@ class NamedOnly(CountingEmbedder):
         return {"kind": "http", "model": "behind-a-name"}
 
 
-def test_a_model_answering_another_dimension_is_a_mismatch_not_an_error(tmp_path: Path) -> None:
-    first = VectorService(NamedOnly(16), tmp_path)
+def _reopened_at_32_dims(cache_dir: Path) -> tuple[dict[str, str], NamedOnly, VectorService]:
+    """A cache filled at 16 dims, then opened by a model of the same name that answers 32:
+    (the entries embedded, the new embedder, its service)."""
+    first = VectorService(NamedOnly(16), cache_dir)
     first.open()
     entries = vault(4)
     first.sync.sync(entries)
     changed = NamedOnly(32)
-    service = VectorService(changed, tmp_path)
+    service = VectorService(changed, cache_dir)
     service.open()
+    return entries, changed, service
+
+
+def test_a_model_answering_another_dimension_is_a_mismatch_not_an_error(tmp_path: Path) -> None:
+    entries, changed, service = _reopened_at_32_dims(tmp_path)
     assert service.cosines("cat number 1", list(entries), 3) is None  # BM25, not an error
     assert service.status()["state"] == "mismatch"
     calls = len(changed.calls)
@@ -125,13 +132,7 @@ def test_a_dimension_change_found_by_a_flush_stays_a_mismatch_and_embeds_nothing
 ) -> None:
     """A segment flushed mid-sync found the new dimension: the rows still buffered were stored
     after the reset, the state read "error", and the next sync re-embedded the whole vault."""
-    first = VectorService(NamedOnly(16), tmp_path)
-    first.open()
-    entries = vault(4)
-    first.sync.sync(entries)
-    changed = NamedOnly(32)
-    service = VectorService(changed, tmp_path)
-    service.open()
+    entries, changed, service = _reopened_at_32_dims(tmp_path)
     service.sync.batch_size = service.sync.flush_rows = 1  # a flush after every text
     more = {**entries, **vault(3, salt="new")}
     with pytest.raises(EmbedError):

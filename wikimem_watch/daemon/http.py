@@ -16,7 +16,6 @@ Secure by default, because a browser can reach loopback too:
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hmac
 import http.client
@@ -37,6 +36,7 @@ from socket import socket
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from ..atomic import atomic_write
 from ..config import Config
 from ..errors import BadRequest, ConfigError, NotFound, WatchError
 from .http_conns import BoundedServer, BoundedServer6, SsePeer
@@ -131,18 +131,9 @@ def load_or_make_token(path: Path) -> str:
         if not private:
             log.warning("the HTTP token %s was not private to this user: made a new one", path)
     token = secrets.token_urlsafe(32)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, token.encode("ascii") + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)  # a folder planted there refuses it: said below, not a traceback
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    try:  # a temp file made 0600 (mkstemp), renamed over a symlink, never into its target
+        atomic_write(path, token.encode("ascii") + b"\n")
+    except OSError as exc:  # a folder planted there: said, not a traceback
         raise ConfigError(f"cannot write the HTTP token {str(path)!r}: {exc}") from None
     return token
 

@@ -9,12 +9,12 @@ an idiom, a vague word) consumes its span, so no substring of it can match after
 from __future__ import annotations
 
 import bisect
-import calendar
 import re
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import en, resolvers, zh
+from .periods import month_days, year_days
 from .resolvers import Resolver
 from .vocab import LazyPattern
 from .window import Days, TimeWindow
@@ -329,15 +329,13 @@ def _same_date(first: date, last: date, today: date) -> date | None:
     of a shorter month: 3月31日's "上个月的今天" is 2月28日), else None."""
     if (last - first).days == 6 and first.weekday() == 0:
         return first + timedelta(days=today.weekday())
-    if first.day != 1 or first.year != last.year:
-        return None
-    if (first.month, last.month, last.day) == (1, 12, 31):
-        month = today.month  # a whole year
-    elif first.month == last.month and last.day == calendar.monthrange(last.year, last.month)[1]:
+    if (first, last, None, None) == year_days(first.year):
+        month = today.month
+    elif (first, last, None, None) == month_days(first.year, first.month):
         month = first.month
     else:
         return None
-    return date(first.year, month, min(today.day, calendar.monthrange(first.year, month)[1]))
+    return date(first.year, month, min(today.day, month_days(first.year, month)[1].day))
 
 
 def is_time_only(rest: str) -> bool:

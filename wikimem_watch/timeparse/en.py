@@ -63,8 +63,8 @@ OPEN_BEFORE = LazyPattern(r"(?<![a-z])(?:after|before|until|till|prior\s+to)\s+$
 OFFSET_BEFORE = LazyPattern(
     r"(?<![a-z])(?:days?|weeks?|fortnights?|months?|years?)\s+(?:from|after|before)\s+$", re.I
 )
-# "the week of July 20": the Monday–Sunday week that holds the day. Before a month or a
-# range ("the second week of July") it opens none: which week is meant is not computed.
+# "the week of July 20": the Monday–Sunday week that holds the day. Before a span ("the
+# week of last month") it opens none: which week is meant is not computed.
 WEEK_OF_BEFORE = LazyPattern(r"(?:(?<![a-z])the\s+|^\s*)week\s+of\s+$", re.I)  # not "a week of"
 # "this day last year", "on this day a month ago", "a year ago today": that period's day
 # that is today's date (as 去年的今天).
