@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from wikimem_watch.core.tokenize import estimate_tokens
 from wikimem_watch.errors import BadRequest
 from wikimem_watch.retrieval.query import run_query
 from wikimem_watch.retrieval.request import QueryRequest
+from wikimem_watch.vectors.hash_embedder import HashEmbedder
+from wikimem_watch.vectors.service import VectorService
 
 NOW = "2026-11-29T10:00:00"
 
@@ -217,8 +220,12 @@ class FakeVectors:
     def warm(self, text: str) -> None:
         self.warmed.append(text)
 
-    def cosines(self, text: str, keys: list[str], limit: int) -> dict[str, float]:
-        return dict(self.by_key)
+    def cosines(
+        self, text: str, keys: list[str], limit: int, within: Collection[str] | None = None
+    ) -> dict[str, float]:
+        if within is None:
+            return dict(self.by_key)
+        return {k: c for k, c in self.by_key.items() if k in within or k in keys}
 
 
 @pytest.fixture
@@ -270,6 +277,44 @@ def test_vector_only_candidates_obey_kinds_and_the_gate(vector_engine: Engine) -
         )
         found = hits(run_query(vector_engine, req, vectors))
         assert not any("dentist" in str(h["text"]).lower() for h in found), extra
+
+
+@pytest.mark.parametrize(
+    ("narrow", "field", "value"),
+    [
+        ({"kinds": ["wiki"]}, "kind", "wiki"),
+        ({"paths": ["wiki/"]}, "path", "wiki/plants.md"),
+        ({"tags": ["garden"]}, "path", "wiki/plants.md"),
+        ({"time_range": ["2026-11-25", "2026-11-25"], "kinds": ["diary"]}, "date", "2026-11-25"),
+    ],
+)
+def test_a_narrow_filter_takes_the_nearest_entries_that_pass_it(
+    tmp_path: Path, narrow: dict[str, object], field: str, value: str
+) -> None:
+    """The vault's nearest entries to the query are diary days the filter leaves out, and
+    fewer than k entries it passes match the words: the nearest among those it passes fill
+    the answer, not nothing."""
+    files = {
+        f"diary/2026-11-{d:02d}.md": "".join(
+            f"## {h}:00\nmorning coffee walk {d} {h}\n" for h in range(10, 14)
+        )
+        for d in range(1, 21)
+    }
+    files["diary/2026-11-25.md"] = "## 08:00\nrepotted the fern\n## 09:00\nmorning coffee\n"
+    files["wiki/plants.md"] = "".join(
+        f"## Plant {i}\nFern leaf soil pot {i} #garden\n" for i in range(6)
+    )
+    for rel, text in files.items():
+        write(tmp_path / "vault", rel, text)
+    engine = Engine(load_config(tmp_path / "vault", {"embed": "hash"}))
+    engine.scan()
+    vectors = VectorService(HashEmbedder(), tmp_path / "vectors")
+    vectors.open()
+    vectors.sync.sync(engine.embedding_inputs())
+    req = {"q": "morning coffee walk", "k": 2, "expand_links": False, "now": NOW, **narrow}
+    result = run_query(engine, QueryRequest.from_dict(req), vectors)
+    assert result["embedding_used"] is True and result["listing"] is False
+    assert [h[field] for h in hits(result)] == [value, value]
 
 
 def test_vector_weight_zero_or_no_signal_is_bm25_only(vector_engine: Engine) -> None:

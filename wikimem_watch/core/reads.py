@@ -24,7 +24,7 @@ from .models import Entry
 from .names import Names
 from .store import EntryStore, as_rows
 from .tokenize import Tokenizer
-from .vector_keys import VectorKeys
+from .vector_keys import VectorKeys, hex_keys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -150,6 +150,12 @@ class EngineReads:
     def vector_key(self, slot: int) -> str:
         """The vector cache key of the entry at ``slot``."""
         return self.vector_keys.hex(slot)
+
+    def vector_keys_of(self, slots: npt.NDArray[np.int64]) -> list[str]:
+        """The vector cache keys of the entries at ``slots`` that have one."""
+        has = self.vector_keys.has
+        slots = slots[slots < has.size]
+        return hex_keys(self.vector_keys.raw[slots[has[slots]]])
 
     def slots_of_keys(self, keys: Iterable[str]) -> npt.NDArray[np.int64]:
         """Index slots of the live entries whose vector key is in ``keys``."""

@@ -13,8 +13,9 @@ window's listing) is ``context.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
+from itertools import chain
 from typing import Protocol
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy.typing as npt
 
 from ..core.engine import Engine
 from ..core.tokenize import estimate_tokens
+from ..core.vault import glob_match
 from .context import expand, hit_of, listed
 from .fusion import (
     Weights,
@@ -41,14 +43,18 @@ I64 = npt.NDArray[np.int64]
 B1 = npt.NDArray[np.bool_]
 _EPOCH = 719163  # date(1970, 1, 1).toordinal()
 VECTOR_POOL = 200  # BM25 candidates that get a cosine (ADR-0007)
+NARROW_FETCH = 4  # a filtered query first takes this many times the nearest it needs
 INFORMATION_POOL = 20  # best candidates, inside the window and outside, whose information counts
 
 
 class VectorSignal(Protocol):
     """Cosine similarity for the query, keyed by vector key (content hash of the embedded text)."""
 
-    def cosines(self, text: str, keys: list[str], limit: int) -> dict[str, float] | None:
-        """Cosines for ``keys`` plus the ``limit`` nearest of all; None when unavailable."""
+    def cosines(
+        self, text: str, keys: list[str], limit: int, within: Collection[str] | None = None
+    ) -> dict[str, float] | None:
+        """Cosines for ``keys`` plus the ``limit`` nearest of all (of ``within`` when given);
+        None when unavailable."""
 
     def warm(self, text: str) -> None:
         """Embed the query ahead (outside the engine lock), so ``cosines`` finds it ready."""
@@ -172,9 +178,7 @@ def _ranked(
     prior = with_previous(
         slots, own, engine.previous_slots(), weights.previous, engine.asks(), weights.question
     )
-    keep = _filter(engine, req, slots)
-    if gate is not None and gate.source == "explicit":
-        keep &= is_wiki[slots] | _inside(engine, gate, slots)  # the caller said which days
+    keep = _passes(engine, req, gate, slots)
     if not keep.all():  # no copies of ~every entry for a common word and no filter
         slots, own, prior = slots[keep], own[keep], prior[keep]
     slots, own, prior, cos, waiting, embedding_used = _with_vectors(
@@ -333,6 +337,33 @@ def _filter(engine: Engine, req: QueryRequest, slots: I64) -> B1:
     return keep
 
 
+def _passes(engine: Engine, req: QueryRequest, gate: Gate | None, slots: I64) -> B1:
+    """Which candidates pass the filters and an explicit window (the caller said which days;
+    wiki items are not on the time axis)."""
+    keep = _filter(engine, req, slots)
+    if gate is not None and gate.source == "explicit":
+        _, is_wiki, _ = engine.slot_arrays()
+        keep &= is_wiki[slots] | _inside(engine, gate, slots)
+    return keep
+
+
+def _passing(engine: Engine, req: QueryRequest, gate: Gate | None) -> I64:
+    """Every live entry that passes the filters and an explicit window. With ``paths`` the
+    files are matched first, not each of their entries."""
+    if not req.paths:
+        slots = engine.index.live_slots()
+    else:
+        files = [r.slots for rel, r in engine.files.items() if glob_match(rel, req.paths)]
+        slots = np.sort(np.fromiter(chain.from_iterable(files), np.int64))
+    return slots[_passes(engine, req, gate, slots)]
+
+
+def _narrowed(req: QueryRequest, gate: Gate | None) -> bool:
+    """Whether the request's filters or an explicit window leave out some entries."""
+    explicit = gate is not None and gate.source == "explicit"
+    return len(req.kinds) < 2 or bool(req.paths or req.tags) or explicit
+
+
 def _inside(engine: Engine, g: Gate, slots: I64) -> B1:
     """Which candidates are diary entries inside the window (and not after ``now``)."""
     day, is_wiki, _ = engine.slot_arrays()
@@ -359,10 +390,10 @@ def _with_vectors(
     """Add the cosine signal: (slots, own BM25, BM25 from the entry before, cosine or NaN,
     whether the candidate's vector is not made yet, embedding used).
 
-    Cosines are asked for the best ``VECTOR_POOL`` BM25 candidates and the nearest entries of
-    the whole cache; a nearest entry that BM25 missed joins the candidates (BM25 0) once it
-    passes the same filters (and an explicit window). Candidates outside both pools keep a
-    cosine of "absent".
+    Cosines are asked for the best ``VECTOR_POOL`` BM25 candidates and the entries nearest
+    the query among those that pass the filters (``_nearest``); a nearest entry that BM25
+    missed joins the candidates (BM25 0). Candidates outside both pools keep a cosine of
+    "absent".
     """
     cos = np.zeros(0)  # unused unless the vectors take part
     waiting = np.zeros(slots.size, dtype=bool)
@@ -370,7 +401,7 @@ def _with_vectors(
         return slots, own, prior, cos, waiting, False
     pool = best_first(own + prior, VECTOR_POOL, _ids(engine, slots))
     keys = [engine.vector_key(int(s)) for s in slots[pool]]
-    found = vectors.cosines(text, keys, max(50, req.k * 5))
+    found = _nearest(engine, req, gate, vectors, text, keys, max(50, req.k * 5))
     if found is None:
         return slots, own, prior, cos, waiting, False
     cos = np.full(slots.size, np.nan)
@@ -386,11 +417,7 @@ def _with_vectors(
     if known.any():
         cos[at[known]] = [found[engine.vector_key(int(s))] for s in nearest[known]]
     extra = nearest[~known]
-    keep = _filter(engine, req, extra)
-    if gate is not None and gate.source == "explicit":
-        _, is_wiki, _ = engine.slot_arrays()
-        keep &= is_wiki[extra] | _inside(engine, gate, extra)
-    extra = extra[keep]
+    extra = extra[_passes(engine, req, gate, extra)]  # a key's other entries may not pass
     if extra.size:
         order = np.argsort(np.concatenate([slots, extra]), kind="stable")
         slots = np.concatenate([slots, extra])[order]
@@ -399,6 +426,42 @@ def _with_vectors(
         cos = np.concatenate([cos, [found[engine.vector_key(int(s))] for s in extra]])[order]
         waiting = np.concatenate([waiting, np.zeros(extra.size, dtype=bool)])[order]
     return slots, own, prior, cos, waiting, True
+
+
+def _nearest(
+    engine: Engine,
+    req: QueryRequest,
+    gate: Gate | None,
+    vectors: VectorSignal,
+    text: str,
+    keys: list[str],
+    limit: int,
+) -> dict[str, float] | None:
+    """Cosines of ``keys`` (the BM25 pool) and of the ``limit`` entries nearest the query
+    among those that pass the filters and an explicit window; None when unavailable.
+
+    The filters apply before the cut: taken from the whole cache and filtered after, the
+    nearest could all be entries a narrow filter leaves out ("kinds: wiki" in a vault of
+    diary days), and the answer came back short while more entries passed. Filtered, the
+    ``NARROW_FETCH × limit`` nearest of the whole cache are looked at first: when ``limit``
+    of them pass, they are the nearest that pass (a broad filter costs next to nothing
+    more); else the search is made again within the keys of every entry that passes.
+    """
+    if not _narrowed(req, gate):
+        return vectors.cosines(text, keys, limit)
+    found = vectors.cosines(text, keys, NARROW_FETCH * limit)
+    if found is None:
+        return None
+    # The search's answer in its own order (pool cosines below its cut fall off the end).
+    ranked = sorted(found, key=lambda key: (-found[key], key))[: NARROW_FETCH * limit]
+    slots = engine.slots_of_keys(ranked)
+    passing = set(engine.vector_keys_of(slots[_passes(engine, req, gate, slots)]))
+    near = [key for key in ranked if key in passing][:limit]
+    if len(near) < limit:
+        within = engine.vector_keys_of(_passing(engine, req, gate))
+        return vectors.cosines(text, keys, limit, within)
+    pooled = {key: found[key] for key in keys if key in found}
+    return {**pooled, **{key: found[key] for key in near}}
 
 
 def _ids(engine: Engine, slots: I64) -> Callable[[int], str]:

@@ -158,18 +158,23 @@ class VectorCache(CacheMerges):
             self.state, self.last_error = "mismatch", why
 
     def nearest_and_cosines(
-        self, query: FloatMatrix, hashes: Iterable[str], k: int, wait_s: float
+        self,
+        query: FloatMatrix,
+        hashes: Iterable[str],
+        k: int,
+        wait_s: float,
+        within: Collection[str] | None = None,
     ) -> dict[str, float] | None:
-        """``search`` for the ``k`` nearest and ``cosines`` of ``hashes``, in one hold of the
-        lock; None when the lock is not had within ``wait_s``: a merge or a base rewrite holds
-        it while it writes its files (~0.9 s at 100k rows), and a query (which holds the
-        engine's lock meanwhile) must not wait for that."""
+        """``search`` for the ``k`` nearest (of ``within`` when given) and ``cosines`` of
+        ``hashes``, in one hold of the lock; None when the lock is not had within ``wait_s``:
+        a merge or a base rewrite holds it while it writes its files (~0.9 s at 100k rows),
+        and a query (which holds the engine's lock meanwhile) must not wait for that."""
         if not self._lock.acquire(timeout=wait_s):
             return None
         try:
             if not self.usable:
                 return {}
-            found = dict(self._m.search(query, None, k))
+            found = dict(self._m.search(query, within, k))
             found.update(self._m.cosines(query, hashes))
             return found
         finally:

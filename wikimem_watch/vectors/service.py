@@ -137,8 +137,11 @@ class VectorService:
             self._queries[text] = query
         return query
 
-    def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float] | None:
-        """Best-chunk cosine for ``hashes`` plus the ``limit`` nearest cached hashes."""
+    def cosines(
+        self, text: str, hashes: list[str], limit: int, within: Collection[str] | None = None
+    ) -> dict[str, float] | None:
+        """Best-chunk cosine for ``hashes`` plus the ``limit`` nearest cached hashes (of
+        ``within`` when given)."""
         if not self.cache.usable:
             return None
         query = self._query_vector(text)
@@ -150,7 +153,7 @@ class VectorService:
                 f"the embedder answers dim {query.size}, the cache holds {held}"
             )
             return None
-        found = self.cache.nearest_and_cosines(query, hashes, limit, QUERY_WAIT_S)
+        found = self.cache.nearest_and_cosines(query, hashes, limit, QUERY_WAIT_S, within)
         if found is None:
             self.busy_skips += 1  # the cache is rewriting its files: BM25 alone, this once
         return found
