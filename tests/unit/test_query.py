@@ -517,6 +517,38 @@ def test_a_note_both_a_listed_entry_and_a_later_hit_link_to_is_shown_once(
     assert ids.count("Ann.md") == 1 and "linked" not in found[1]
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"q": "zorblat"},  # ranked, no window
+        {"q": "zorblat", "time_range": ["2026-11-10", "2026-11-10"]},  # explicit window
+        {"q": "zorblat on November 10"},  # parsed window
+        {"q": "what happened on November 10"},  # a listing
+    ],
+)
+def test_link_context_never_shows_a_diary_entry_after_now(
+    tmp_path: Path, fields: dict[str, object]
+) -> None:
+    """Asked as of noon on the 12th, a plan's links to the 20th and to that evening bring
+    nothing; its links to earlier entries (outside the window too) and to that morning do."""
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-10.md": (
+                "## 09:00\nZorblat plans: string from [[2026-11-05]], fly on [[2026-11-20]],"
+                " test at [[2026-11-12#08:00]] and again at [[2026-11-12#20:00]].\n"
+            ),
+            "diary/2026-11-05.md": "## 18:00\nBought string.\n",
+            "diary/2026-11-12.md": "## 08:00\nTested.\n## 20:00\nTested again.\n",
+            "diary/2026-11-20.md": "## 10:00\nFlew it on the hill.\n",
+        },
+    )
+    result = ask(engine, now="2026-11-12T12:00", **fields)
+    (plan,) = [h for h in hits(result) if h["id"] == "diary/2026-11-10.md#09:00"]
+    linked = [c["id"] for c in plan.get("linked", [])]  # type: ignore[attr-defined]
+    assert sorted(linked) == ["diary/2026-11-05.md#18:00", "diary/2026-11-12.md#08:00"]
+
+
 def test_a_window_with_kinds_wiki_is_neither_widened_nor_a_listing(tmp_path: Path) -> None:
     engine = engine_for(
         tmp_path,

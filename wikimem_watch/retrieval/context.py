@@ -4,6 +4,8 @@ window's own entries listed in time order when the question only asks about the 
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import numpy as np
 import numpy.typing as npt
 
@@ -34,6 +36,7 @@ def listed(
     ranked: list[dict[str, object]],
     terms: list[str],
     scored: tuple[I64, F64] | None,
+    now: datetime,
 ) -> tuple[list[dict[str, object]], bool]:
     """The window's entries in time order, then the best of ``ranked`` (from other days):
     with their links' context, ``explain`` and the budget as for ranked hits; and whether
@@ -49,7 +52,7 @@ def listed(
         slots = [s for h in head if (s := engine.slot_of(str(h["id"]))) is not None]
         if scored is None:  # not ranked: only the head's links need the scores
             scored = engine.index.score(terms) if terms else (np.zeros(0, np.int64), np.zeros(0))
-        expand(engine, req, hits, slots, terms, scored)  # the head's; the rest have theirs
+        expand(engine, req, hits, slots, terms, scored, now)  # the head's; the rest have theirs
     # An entry listed, or brought by a listed entry's links, is not repeated as the context
     # of a hit after them (the rest's context was chosen before the head was known).
     shown = {str(x["id"]) for h in head for x in [h, *_linked(h)]}
@@ -80,6 +83,7 @@ def expand(
     hit_slots: list[int],
     terms: list[str],
     scored: tuple[I64, F64],
+    now: datetime,
 ) -> None:
     """Attach to each hit, as ``linked``, the entries its links point at (one hop).
 
@@ -89,15 +93,24 @@ def expand(
     A hit brings at most ``MAX_LINKED``, those that match the query best first, then in link
     order, and says how many more it had (``linked_more``). An entry already shown as a hit
     or as another hit's context is not repeated. Context never takes a hit's place in ``k``,
-    and under ``budget_tokens`` it is added only while the budget has room.
+    and under ``budget_tokens`` it is added only while the budget has room. A diary entry
+    after ``now`` is never context (a plan linking to the day it is for, asked about "as of"
+    an earlier day, must not tell what happened then); a time window does not limit context:
+    it chose the hits, and what a hit links to explains it, whatever its day.
     """
     seen = {str(h["id"]) for h in hits}
+    local = now.replace(tzinfo=None)
+    today, minute = local.toordinal(), local.hour * 60 + local.minute
     budget = req.budget_tokens
     used = sum(estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits)
     for hit, slot in zip(hits, hit_slots, strict=False):
         candidates: list[tuple[float, int, int, Link]] = []
         for n, link in enumerate(engine.store.links_of(slot)):
-            targets = [t for t in engine.resolve_slots(link) if passes_slot(req, engine, t)]
+            targets = [
+                t
+                for t in engine.resolve_slots(link)
+                if passes_slot(req, engine, t) and not _later(engine, t, today, minute)
+            ]
             if targets:
                 best_slot, score = _best_for(targets, scored)
                 if score == 0.0 and len(targets) > 1:  # none matches: the one the hit names
@@ -136,6 +149,15 @@ def expand(
             hit["linked"] = linked
         if more:
             hit["linked_more"] = len(more)
+
+
+def _later(engine: Engine, slot: int, today: int, minute: int) -> bool:
+    """A diary entry dated after ``today`` (a day ordinal), or on it after ``minute``."""
+    store = engine.store
+    day = int(store.day[slot])
+    if store.wiki[slot] or day < today:
+        return False
+    return day > today or int(store.minute[slot]) > minute
 
 
 def _best_for(targets: list[int], scored: tuple[I64, F64]) -> tuple[int, float]:

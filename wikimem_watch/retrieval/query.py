@@ -104,12 +104,12 @@ def run_query(
             hits, embedding_used, scored = _ranked(engine, req, applied, text, terms, now, vectors)
         tags_only = bool(req.tags) and not terms and not applied and not empty_ask
         if tags_only:  # "everything tagged #plants": the tag is the question
-            hits, cut = _tagged(engine, req)
+            hits, cut = _tagged(engine, req, now)
         if applied and not any(h["in_window"] is True for h in hits):
             # Only time words, or words that match nothing inside the window ("what was my
             # mood on May 2nd"): what the window holds is the answer, in time order; matches
             # from elsewhere may follow it.
-            hits, cut = listed(engine, req, applied, hits, terms, scored)
+            hits, cut = listed(engine, req, applied, hits, terms, scored, now)
             listing = True
         # Read with the hits: a write swapped in once the lock is let go is not in them.
         generation, indexed = engine.generation, bool(engine.files)
@@ -235,7 +235,7 @@ def _ranked(
     costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
     hits = hits[: budget_cut(costs, req.budget_tokens)]
     if req.expand_links:
-        expand(engine, req, hits, hit_slots, terms, scored)
+        expand(engine, req, hits, hit_slots, terms, scored, now)
     return hits, embedding_used, scored
 
 
@@ -298,7 +298,9 @@ def _weights(engine: Engine, req: QueryRequest) -> Weights:
     return Weights(**w)
 
 
-def _tagged(engine: Engine, req: QueryRequest) -> tuple[list[dict[str, object]], bool]:
+def _tagged(
+    engine: Engine, req: QueryRequest, now: datetime
+) -> tuple[list[dict[str, object]], bool]:
     """A question of tags alone: the entries that carry them (and pass the other filters),
     the most recent first, items with no time after them, then by path and line (so the live
     index and a fresh scan agree); with the budget, links' context and ``explain`` as ranked
@@ -320,7 +322,7 @@ def _tagged(engine: Engine, req: QueryRequest) -> tuple[list[dict[str, object]],
     costs = [estimate_tokens(f"{h['heading']}\n{h['text']}") for h in hits]
     hits = hits[: budget_cut(costs, req.budget_tokens)]
     if req.expand_links:  # as for ranked hits: context only while the budget has room
-        expand(engine, req, hits, top, [], (np.zeros(0, np.int64), np.zeros(0)))
+        expand(engine, req, hits, top, [], (np.zeros(0, np.int64), np.zeros(0)), now)
     return hits, slots.size > req.k
 
 
