@@ -572,6 +572,53 @@ def test_a_window_is_reported_only_as_far_as_now(tmp_path: Path, q: str, end: st
     assert result["time_range"]["end"] == end  # type: ignore[index]
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"q": "what happened", "time_range": "this afternoon"},
+        {"q": "what happened", "time_range": ["2026-11-29", "2026-12-01"]},
+        {"q": "what happened this afternoon"},
+    ],
+)
+def test_a_window_partly_after_now_is_reported_as_far_as_now(
+    tmp_path: Path, fields: dict[str, object]
+) -> None:
+    """Asked at 15:00, the window holds the entries until 15:00, and says so: its end is
+    now's day and, for a time of day, now's time (it said 18:00 while 16:00 was not in it)."""
+    engine = engine_for(
+        tmp_path, {"diary/2026-11-29.md": "## 13:00\nLunch.\n## 16:00\nTea.\n## 20:00\nDinner.\n"}
+    )
+    result = ask(engine, now="2026-11-29T15:00", **fields)
+    window = result["time_range"]
+    assert isinstance(window, dict) and window["end"] == "2026-11-29"
+    assert window["entries"] == 1
+    assert window["end_time"] == ("15:00" if window["start_time"] else None)
+    assert [h["time"] for h in hits(result)] == ["13:00"]
+
+
+def test_an_explicit_window_wholly_after_now_holds_nothing_and_shows_no_diary(
+    tmp_path: Path,
+) -> None:
+    """No day of it is before now: it is reported as given with no entries, and it still
+    holds (no diary entry from elsewhere), though the diary has one dated inside it."""
+    engine = engine_for(
+        tmp_path,
+        {
+            "diary/2026-11-29.md": "## 09:00\nkite shopping\n",
+            "diary/2026-12-02.md": "## 10:00\nkite flying, planned\n",
+            "wiki/kites.md": "## red kite\nkite notes\n",
+        },
+    )
+    result = ask(engine, q="kite", now="2026-11-29T15:00", time_range=["2026-12-01", "2026-12-05"])
+    window = result["time_range"]
+    assert isinstance(window, dict) and (window["start"], window["end"]) == (
+        "2026-12-01",
+        "2026-12-05",
+    )
+    assert (window["entries"], window["fallback"], result["widened"]) == (0, None, False)
+    assert [h["id"] for h in hits(result)] == ["wiki/kites.md#red kite"]
+
+
 def test_a_window_wholly_after_now_lists_nothing_of_today(tmp_path: Path) -> None:
     engine = engine_for(tmp_path, {"diary/2026-11-22.md": "## 08:00\nBreakfast.\n"})
     result = ask(engine, q="what is planned for tomorrow", now="2026-11-22T12:00")

@@ -295,6 +295,11 @@ def settle(engine: Engine, req: QueryRequest, gate: Gate) -> Gate:
         return replace(gate, fallback="empty") if gate.source == "parsed" else gate
     if gate.limit_day is not None and gate.end > gate.limit_day:
         gate = replace(gate, end=gate.limit_day)  # "this week", "今年": as far as now
+    late = gate.end_time and gate.limit_time and gate.end_time > gate.limit_time
+    if late and gate.end == gate.limit_day:
+        # "this afternoon" asked at 15:00 holds 12:00-15:00 (``contains_at`` stops at now):
+        # reported so, not 12:00-18:00.
+        gate = replace(gate, end_time=gate.limit_time)
     if "diary" not in req.kinds:
         # A window selects diary entries, which the request leaves out: widening could find
         # none, and would only report a window of days nobody asked for.
