@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import socket
 import subprocess
@@ -399,6 +400,38 @@ def test_batch_mode_takes_the_flags_as_defaults_of_every_line() -> None:
     assert len(first["hits"]) == 2 and {h["kind"] for h in first["hits"]} == {"wiki"}
     assert all("explain" in h for h in first["hits"])
     assert len(second["hits"]) == 1 and second["hits"][0]["kind"] == "diary"  # its own fields
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--now", "garbage"], "now: 'garbage' is not ISO-8601"),
+        (["--tz", "Nowhere/Zone"], "tz: unknown time zone"),
+        (["--time-range", "zzz"], "time_range: no date or time expression in 'zzz'"),
+        (["--time-range", "2026-11-02..2026-11-01"], "time_range: start 2026-11-02 is after"),
+        (["--kinds", "diary,notes"], "kinds: expected a list drawn from"),
+        (["-k", "0"], "k: expected an integer in [1, 1000], got 0"),
+        (["--budget-tokens", "0"], "budget_tokens: expected an integer"),
+        (["--paths", "../elsewhere"], "leads outside the vault"),
+    ],
+)
+def test_a_bad_flag_of_batch_mode_is_one_usage_error_before_stdin_is_read(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    said: str,
+) -> None:
+    """The flags are every line's defaults: a bad one answered every line with the same
+    error and exit 1; it is refused once, exit 2, as for one query, with stdin unread."""
+    (tmp_path / "diary").mkdir()
+    (tmp_path / "diary" / "2026-11-01.md").write_text("## 09:00\ncoffee\n", encoding="utf-8")
+    lines = io.StringIO('{"q": "coffee"}\n{"q": "tea"}\n')
+    monkeypatch.setattr(sys, "stdin", lines)
+    assert main(["query", "--vault", str(tmp_path), *flags, "-"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.count("\n") == 1 and said in out.err
+    assert lines.tell() == 0, "stdin was not read"
 
 
 def test_serve_given_one_folder_by_two_names_is_not_two_vaults(

@@ -20,7 +20,7 @@ from ..core.models import Entry
 from ..core.vault import glob_match
 from ..errors import BadRequest
 from ..timeparse import find_session, is_time_only, parse_time_range
-from .request import QueryRequest, short_repr
+from .request import QueryRequest, short_repr, time_range_window
 
 WIDEN_STEPS_DAYS = (1, 3)
 # A matched time expression that names a calendar date: a year, a month name, M月 or 十月.
@@ -127,18 +127,14 @@ def resolve_gate(req: QueryRequest, now: datetime) -> tuple[Gate | None, str, bo
         gate = Gate(start, end, "explicit", limit_day=limit_day, limit_time=limit_time)
         return gate, _without_time_words(req, naive), is_time_only(req.q)
     if isinstance(req.time_range, str):
-        found = parse_time_range(req.time_range, now=naive)
-        if found is None:
-            raise BadRequest(
-                f"time_range: no date or time expression in {short_repr(req.time_range)}"
-            )
+        given = time_range_window(req.time_range, naive)
         gate = Gate(
-            found.start,
-            found.end,
+            given.start,
+            given.end,
             "explicit",
-            _hhmm(found.start_time),
-            _hhmm(found.end_time),
-            found.matched,
+            _hhmm(given.start_time),
+            _hhmm(given.end_time),
+            given.matched,
             limit_day=limit_day,
             limit_time=limit_time,
         )

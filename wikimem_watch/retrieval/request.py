@@ -15,6 +15,10 @@ from datetime import date, datetime, time
 
 from ..errors import BadRequest, require_text
 
+TYPE_CHECKING = False  # the client path imports this module: `typing` costs it milliseconds
+if TYPE_CHECKING:
+    from ..timeparse import TimeWindow
+
 KINDS = ("diary", "wiki")
 WEIGHT_KEYS = ("bm25", "vector", "recency", "previous", "question", "information")
 MAX_K = 1000
@@ -164,6 +168,26 @@ def parse_time_range_field(value: object) -> tuple[date, date] | str | None:
         "time_range: expected [start, end] dates, 'START..END' or an expression, "
         f"got {_short(value)}"
     )
+
+
+def time_range_window(expression: str, now: datetime) -> TimeWindow:
+    """The window a ``time_range`` expression opens at ``now`` (naive, local); a
+    :class:`BadRequest` when it names no date or time."""
+    from ..timeparse import parse_time_range  # only for an expression: the request stays cheap
+
+    found = parse_time_range(expression, now=now)
+    if found is None:
+        raise BadRequest(f"time_range: no date or time expression in {_short(expression)}")
+    return found
+
+
+def check_request(data: object) -> QueryRequest:
+    """``QueryRequest.from_dict``, and a ``time_range`` expression read at the request's
+    ``now``: what a request is refused for, found without an engine or a daemon."""
+    req = QueryRequest.from_dict(data)
+    if isinstance(req.time_range, str):
+        time_range_window(req.time_range, (req.now or datetime.now()).replace(tzinfo=None))
+    return req
 
 
 def _pair(start: date, end: date) -> tuple[date, date]:

@@ -38,6 +38,11 @@ def query_command(args: argparse.Namespace) -> int:
         raise BadRequest("give the query TEXT (or --tags TAGS alone to list tagged entries)")
     if args.text == "-":
         stdin()  # refused before a daemon is asked, or the vault read, for nothing
+        # The flags are every line's defaults: a bad one (--now garbage, -k 0) is one usage
+        # error before stdin is read, as for one query, not the same error on every line.
+        from ..retrieval.request import check_request
+
+        check_request({**_line_defaults(args), "q": ""})
     client = daemon_or_none(args)
     if client is not None:
         with client:
