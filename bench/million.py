@@ -240,13 +240,15 @@ def phase_hybrid(vault: Path, snap_dir: Path, n_queries: int) -> dict[str, objec
     out["rss_ready_mb"] = _rss_mb()
 
     class Signal:  # what ``VectorService.cosines`` does, with the projection as the model
-        def cosines(self, text: str, hashes: list[str], limit: int) -> dict[str, float]:
+        def cosines(
+            self, text: str, hashes: list[str], limit: int, within: list[str] | None = None
+        ) -> dict[str, float]:
             q = np.zeros(DIM, dtype=np.float32)
             for term in engine.tokenizer(text):
                 if term in ids:
                     q += proj[ids[term]]
             q /= max(float(np.linalg.norm(q)), 1e-9)
-            found = dict(cache.search(q, None, limit))
+            found = dict(cache.search(q, within, limit))
             found.update(cache.cosines(q, hashes))
             return found
 
