@@ -283,6 +283,7 @@ def test_vector_only_candidates_obey_kinds_and_the_gate(vector_engine: Engine) -
     ("narrow", "field", "value"),
     [
         ({"kinds": ["wiki"]}, "kind", "wiki"),
+        ({"kinds": ["wiki", "wiki"]}, "kind", "wiki"),
         ({"paths": ["wiki/"]}, "path", "wiki/plants.md"),
         ({"tags": ["garden"]}, "path", "wiki/plants.md"),
         ({"time_range": ["2026-11-25", "2026-11-25"], "kinds": ["diary"]}, "date", "2026-11-25"),
