@@ -311,3 +311,58 @@ def test_a_vault_written_through_the_daemon_reads_the_same_by_wikimem_rules(
     ]
     entries = {e["heading"]: e["text"] for e in daemon.result("day", {"date": DAY})["entries"]}
     assert entries == {"07:15": "early tea", "12:30": "lunch", "21:00": "late swim"}
+
+
+def test_changes_made_while_the_daemon_was_down_are_journaled_at_the_next_start(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """A start from the index snapshot re-read the notes changed while no daemon ran and
+    dropped the ones gone, with no journal line: a follower reading on from its cursor
+    never learned of them."""
+    (vault / "wiki" / "boats.md").write_text("## Heron\na dinghy\n", encoding="utf-8")
+    first = start_daemon(vault)
+    first.result("append_diary", {"text": "kites", "date": DAY, "time": "08:00"})
+    cursor = first.result("journal")["cursor"]
+    first.stop()
+
+    (vault / "wiki" / "people.md").write_text("## Ann\nAnn rows now.\n", encoding="utf-8")
+    (vault / "wiki" / "places.md").write_text("## Porto\nby the river\n", encoding="utf-8")
+    (vault / "diary" / "2026-07-20.md").unlink()
+    (vault / "wiki" / "boats.md").rename(vault / "wiki" / "dinghies.md")
+    second = start_daemon(vault)
+    assert second.result("status")["snapshot"]["loaded"] is True
+    page = second.result("journal", {"since": cursor})
+    assert page["reset"] is False
+    assert sorted((e["action"], e["path"], e.get("from")) for e in page["entries"]) == [
+        ("create", "wiki/places.md", None),
+        ("delete", "diary/2026-07-20.md", None),
+        ("edit", "wiki/people.md", None),
+        ("move", "wiki/dinghies.md", "wiki/boats.md"),
+    ]
+    assert all(e["by"] == "external" for e in page["entries"])
+
+
+def test_a_start_without_a_snapshot_journals_that_what_changed_is_unknown(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """With the snapshot gone (a deleted cache) the start cannot tell what changed while no
+    daemon ran: one ``reset`` line says so, not silence, and not a create for every note.
+    A first start in a vault with no journal makes none."""
+    first = start_daemon(vault)
+    snapshot = Path(first.result("status")["snapshot"]["path"])
+    first.stop()
+    assert not (vault / "journal.jsonl").exists()
+    first = start_daemon(vault)  # from the snapshot, journaling a write
+    first.result("append_diary", {"text": "kites", "date": DAY, "time": "08:00"})
+    cursor = first.result("journal")["cursor"]
+    first.stop()
+
+    (vault / "wiki" / "people.md").write_text("## Ann\nAnn rows now.\n", encoding="utf-8")
+    snapshot.unlink()
+    second = start_daemon(vault)
+    assert second.result("status")["snapshot"]["loaded"] is False
+    page = second.result("journal", {"since": cursor})
+    assert page["reset"] is False
+    assert [(e["action"], e["path"], e["by"]) for e in page["entries"]] == [
+        ("reset", ".", "external")
+    ]

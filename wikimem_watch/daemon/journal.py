@@ -9,6 +9,10 @@ and external changes the watcher applied (one line per file, after debouncing)::
 
     {"ts", "action": "edit"|"create"|"delete"|"move", "path", "by": "external", "from"? (a move)}
 
+including those a start from the index snapshot finds were made while no daemon ran; a start
+without one (no snapshot, or an unusable one) knows no earlier state and writes one line
+that says so, ``{"ts", "action": "reset", "path": ".", "by": "external", "detail"}``.
+
 Lines may carry a ``detail`` (as wikimem's own journal may), e.g. when a write was
 re-applied after an editor's save overwrote it. Each line is one ``write`` on an
 ``O_APPEND`` descriptor, so it is safe beside another appender (wikimem itself); the file is
@@ -29,6 +33,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 JOURNAL_NAME = "journal.jsonl"
+UNKNOWN_DETAIL = "no index snapshot at start: what changed while no daemon ran is unknown"
 MAX_READ_BYTES = 4 * 1024 * 1024  # one `journal` reply reads at most this much
 _OPEN = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -109,6 +114,11 @@ class Journal:
 
     def external(self, action: str, path: str, **extra: str) -> None:
         self.append({"action": action, "path": path, "by": "external", **extra})
+
+    def unknown_changes(self) -> None:
+        """The vault (``path`` ``.``, as ``subscribe`` names it) may have changed in ways no
+        line tells: the daemon started without an index snapshot to compare with."""
+        self.external("reset", ".", detail=UNKNOWN_DETAIL)
 
 
 def _provenance(record: dict[str, object], owner: str | None, source: str | None) -> None:

@@ -153,6 +153,7 @@ class VaultScans:
         snapshot once the daemon is ready."""
         path = self.config.snapshot_path
         if path is None or self.cache_problem is not None:
+            self._journal_unknown()  # before ``_restored``: ahead of every write's line
             self._restored.set()
             self._scan_chunked()
             return
@@ -166,6 +167,8 @@ class VaultScans:
                 # A write applied before: the files are read as after any change, cold.
                 empty = not (self.engine.files or self.engine.skipped)
                 stale = restore_engine(self.engine, path, on_disk) if empty else None
+                if stale is None:
+                    self._journal_unknown()
         finally:
             self._restored.set()
         self.snapshot.update(loaded=stale is not None, reread=None if stale is None else len(stale))
@@ -176,7 +179,10 @@ class VaultScans:
             todo += sorted((set(self.engine.files) | set(self.engine.skipped)) - set(stats))
         self.scan_files = len(todo)
         with no_gc():  # millions of objects and no cycles: ~10% of a cold scan
-            applied = self._apply(todo)
+            # What the snapshot says changed while no daemon ran was changed by someone else:
+            # journaled, as the safety rescan's changes are (DESIGN §5: every applied
+            # external change). A cold scan knows no earlier state: ``_journal_unknown``.
+            applied = self._apply(todo, external=stale is not None)
         if stale is not None and not (applied.changed or applied.removed):
             # Nothing re-read, so nothing has synced: the cache may still lack every key (an
             # embedder added since the snapshot was written, or the vector files deleted).
@@ -184,6 +190,15 @@ class VaultScans:
         release_free_heap()  # what the scan freed would stay resident for good
         self._stats = stats
         self._last_rescan = time.monotonic()
+
+    def _journal_unknown(self) -> None:
+        """A start with no usable snapshot knows nothing of what changed while no daemon
+        ran: one ``reset`` line says so to a follower of the journal (which then re-reads
+        what it follows), rather than a create for every note or silence. Only into a
+        journal that exists: a first start in a vault with none has no follower to tell."""
+        journal = self.feed.journal
+        if journal is not None and os.path.lexists(journal.path):
+            journal.unknown_changes()
 
     def _save_snapshot(self) -> None:
         """Write the snapshot when the index (or a file's stat) changed since the last one."""
