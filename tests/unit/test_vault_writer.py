@@ -209,7 +209,7 @@ def test_a_journal_that_shrank_below_the_cursor_is_read_on_from_its_start(
     for n in range(3):
         journal.diary("2026-07-21", f"0{n}:00", None, None)
     cursor = read_journal(tmp_path, None, 10)["cursor"]
-    assert isinstance(cursor, int)
+    assert isinstance(cursor, str)  # "<offset>:<mark>"
     (tmp_path / "journal.jsonl").unlink()  # rotated
     for n in range(2):
         journal.diary("2026-07-22", f"1{n}:00", None, None)
@@ -231,7 +231,7 @@ def test_a_cursor_into_a_journal_rotated_and_grown_past_it_reads_it_from_its_sta
     journal = Journal(tmp_path)
     journal.diary("2026-07-21", "01:00", None, None)
     cursor = read_journal(tmp_path, None, 10)["cursor"]
-    assert isinstance(cursor, int)
+    assert isinstance(cursor, str)  # "<offset>:<mark>"
     (tmp_path / "journal.jsonl").rename(tmp_path / "journal.1.jsonl")  # rotated
     for n in range(3):
         journal.diary("2026-07-22", f"1{n}:00", "agent:companion", None)
@@ -241,6 +241,87 @@ def test_a_cursor_into_a_journal_rotated_and_grown_past_it_reads_it_from_its_sta
     assert [e["time"] for e in page["entries"]] == ["10:00", "11:00", "12:00"]
     again = read_journal(tmp_path, page["cursor"], 10)  # type: ignore[arg-type]
     assert again["reset"] is False and again["entries"] == []
+
+
+def test_a_cursor_into_a_rotated_journal_that_falls_on_a_line_start_of_the_new_one_resets(
+    tmp_path: Path,
+) -> None:
+    """A cursor was a byte offset only: after a rotation, one that fell exactly on a line
+    start of the new file read on from there (``reset`` false) and the new file's lines
+    before it were never seen."""
+    from wikimem_watch.daemon.journal import JOURNAL_NAME, Journal, read_journal
+
+    journal = Journal(tmp_path)
+    journal.diary("2026-07-21", "01:00", None, None)
+    cursor = read_journal(tmp_path, None, 10)["cursor"]
+    (tmp_path / JOURNAL_NAME).rename(tmp_path / "journal.1.jsonl")  # rotated
+    for n in range(3):  # lines of one length: the old cursor is the second line's start
+        journal.diary("2026-07-22", f"1{n}:00", None, None)
+    starts = {len(ln) for ln in (tmp_path / JOURNAL_NAME).read_bytes().splitlines(True)}
+    assert len(starts) == 1 and int(str(cursor).split(":")[0]) == starts.pop()
+    page = read_journal(tmp_path, cursor, 10)  # type: ignore[arg-type]
+    assert page["reset"] is True and isinstance(page["entries"], list)
+    assert [e["time"] for e in page["entries"]] == ["10:00", "11:00", "12:00"]
+    again = read_journal(tmp_path, page["cursor"], 10)  # type: ignore[arg-type]
+    assert again["reset"] is False and again["entries"] == []
+
+
+def test_a_cursor_into_a_journal_emptied_and_refilled_in_place_resets(tmp_path: Path) -> None:
+    """Truncated in place (logrotate's copytruncate) and refilled to the same line start:
+    the file is the same inode, but not the lines the cursor followed."""
+    from wikimem_watch.daemon.journal import JOURNAL_NAME, Journal, read_journal
+
+    journal = Journal(tmp_path)
+    journal.diary("2026-07-21", "01:00", "agent:a", None)
+    cursor = read_journal(tmp_path, None, 10)["cursor"]
+    (tmp_path / JOURNAL_NAME).write_bytes(b"")
+    journal.diary("2026-07-22", "10:00", "agent:b", None)
+    journal.diary("2026-07-22", "11:00", "agent:b", None)
+    page = read_journal(tmp_path, cursor, 10)  # type: ignore[arg-type]
+    assert page["reset"] is True and isinstance(page["entries"], list)
+    assert [e["time"] for e in page["entries"]] == ["10:00", "11:00"]
+
+
+def test_a_cursor_follows_a_journal_that_a_sync_tool_replaced_with_a_longer_copy(
+    tmp_path: Path,
+) -> None:
+    """A synced vault gets the journal as a new file (a new inode) holding the same lines
+    and more: the cursor still names its place, nothing is read twice."""
+    from wikimem_watch.daemon.journal import JOURNAL_NAME, Journal, read_journal
+
+    journal = Journal(tmp_path)
+    journal.diary("2026-07-21", "01:00", None, None)
+    cursor = read_journal(tmp_path, None, 10)["cursor"]
+    journal.diary("2026-07-21", "02:00", None, None)
+    copy = tmp_path / "journal.sync-tmp"
+    copy.write_bytes((tmp_path / JOURNAL_NAME).read_bytes())
+    copy.replace(tmp_path / JOURNAL_NAME)
+    page = read_journal(tmp_path, cursor, 10)  # type: ignore[arg-type]
+    assert page["reset"] is False and isinstance(page["entries"], list)
+    assert [e["time"] for e in page["entries"]] == ["02:00"]
+
+
+def test_a_plain_offset_cursor_from_before_still_reads_on(tmp_path: Path) -> None:
+    """Cursors of the earlier shape (a byte offset) read on as they did."""
+    from wikimem_watch.daemon.journal import JOURNAL_NAME, Journal, read_journal
+
+    journal = Journal(tmp_path)
+    journal.diary("2026-07-21", "01:00", None, None)
+    offset = (tmp_path / JOURNAL_NAME).stat().st_size
+    journal.diary("2026-07-21", "02:00", None, None)
+    page = read_journal(tmp_path, offset, 10)
+    assert page["reset"] is False and isinstance(page["entries"], list)
+    assert [e["time"] for e in page["entries"]] == ["02:00"]
+    assert read_journal(tmp_path, offset + 1, 10)["reset"] is True  # mid-line, as before
+
+
+def test_only_a_cursor_of_a_reply_or_a_plain_offset_is_taken_as_since() -> None:
+    from wikimem_watch.daemon.journal import parse_cursor
+
+    assert parse_cursor(2214) == (2214, None)
+    assert parse_cursor("2214:6f1c0a9e3b7d5248") == (2214, "6f1c0a9e3b7d5248")
+    for bad in (True, -1, "2214", "2214:", "x:6f1c0a9e3b7d5248", "２:6f1c0a9e3b7d5248", 1.5):
+        assert parse_cursor(bad) is None, bad
 
 
 def test_an_entry_filed_at_another_day_or_time_happened_then() -> None:
@@ -314,7 +395,7 @@ def test_a_journal_line_longer_than_one_reply_is_skipped_not_a_wall(tmp_path: Pa
 
     Journal(tmp_path).diary("2026-07-21", "09:00", "agent:a", None)
     cursor = read_journal(tmp_path, None, 10)["cursor"]
-    assert isinstance(cursor, int)
+    assert isinstance(cursor, str)  # "<offset>:<mark>"
     with (tmp_path / JOURNAL_NAME).open("ab") as f:  # a hand-made line of 5 MiB
         f.write(b'{"note": "' + b"x" * (MAX_READ_BYTES + 2**20) + b'"}\n')
     Journal(tmp_path).diary("2026-07-21", "10:00", "agent:a", None)

@@ -23,9 +23,11 @@ warning). It is not a note (not ``.md``), so it is never indexed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+import re
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +37,8 @@ log = logging.getLogger(__name__)
 JOURNAL_NAME = "journal.jsonl"
 UNKNOWN_DETAIL = "no index snapshot at start: what changed while no daemon ran is unknown"
 MAX_READ_BYTES = 4 * 1024 * 1024  # one `journal` reply reads at most this much
+MARK_BYTES = 4096  # a cursor's mark covers at most this much of the line before it
+_MARK_SHAPE = re.compile(r"[0-9a-f]{16}")
 _OPEN = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -128,15 +132,34 @@ def _provenance(record: dict[str, object], owner: str | None, source: str | None
         record["source_conv"] = source
 
 
-def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]:
-    """Lines of the journal: after byte offset ``since`` (a previous ``cursor``), at most
-    ``limit`` of them, else the last ``limit``. ``cursor`` is where the next read starts;
-    ``reset`` says the file shrank below ``since`` or ``since`` is no longer at the start of
-    a line (rotated, or rewritten by hand) and reading restarted at 0.
-    Lines that are not JSON objects are skipped."""
+def parse_cursor(value: object) -> tuple[int, str | None] | None:
+    """A ``since`` as (byte offset, mark of the line before it): a cursor of this reader
+    (``"<offset>:<mark>"``, or 0), or a plain offset (the shape before marks, no mark).
+    None when it is neither."""
+    if type(value) is int:
+        return (value, None) if value >= 0 else None
+    if isinstance(value, str):
+        offset, sep, mark = value.partition(":")
+        digits = offset.isascii() and offset.isdigit() and len(offset) <= 20
+        if sep and digits and _MARK_SHAPE.fullmatch(mark):
+            return int(offset), mark
+    return None
+
+
+def read_journal(root: Path, since: int | str | None, limit: int) -> dict[str, object]:
+    """Lines of the journal: after ``since`` (a previous ``cursor``), at most ``limit`` of
+    them, else the last ``limit``. ``cursor`` is where the next read starts: its byte offset
+    and a mark of the line it follows (0 at the start); ``reset`` says ``since`` is not in
+    this file any more (it shrank below it, ``since`` is not at a line's start, or the line
+    there is not the one it followed: rotated, or rewritten by hand) and reading restarted
+    at 0. A plain offset (a cursor of the earlier shape) is checked as before, without a
+    mark. Lines that are not JSON objects are skipped."""
+    parsed = parse_cursor(since) if since is not None else None
+    if since is not None and parsed is None:
+        raise ValueError(f"not a journal cursor: {since!r}")
     path = root / JOURNAL_NAME
     # No journal (yet, or rotated away) reads as an empty file: every field of a reply.
-    empty = {"entries": [], "cursor": 0, "reset": bool(since), "skipped": 0}
+    empty = {"entries": [], "cursor": 0, "reset": bool(parsed and parsed[0]), "skipped": 0}
     try:
         fd = os.open(path, _READ)
     except FileNotFoundError:
@@ -146,9 +169,8 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
         if not stat.S_ISREG(st.st_mode):
             return empty
         size = st.st_size
-        # A cursor is always just past a newline: one that is not was given by another file
-        # (rotated, then grown past it), whose first lines it would skip.
-        reset = since is not None and (since > size or (since > 0 and not _at_line(fd, since)))
+        reset = parsed is not None and _elsewhere(fd, size, *parsed)
+        since = None if parsed is None else parsed[0]
         if since is None or reset:
             start = 0 if reset else max(size - MAX_READ_BYTES, 0)
         else:
@@ -158,20 +180,22 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
         if since is not None and len(raw) == MAX_READ_BYTES and b"\n" not in raw:
             past = _past_line(fd, start + len(raw), size)
             overlong = past - start if past else 0  # no newline yet: still being written
+        if overlong:  # one line longer than a reply may read (a hand edit): skipped
+            cursor = _cursor(fd, start + overlong)
+            return {"entries": [], "cursor": cursor, "reset": reset, "skipped": 1}
+        end = raw.rfind(b"\n") + 1  # complete lines only: one being written is read next time
+        lines = raw[:end].split(b"\n")[:-1]
+        if since is None and start > 0:
+            lines = lines[1:]  # the first line was cut by the read window
+        if since is None:
+            lines = lines[-limit:]
+            offset = start + end
+        else:  # on from the cursor, or from the start of a file rotated or rewritten
+            lines = lines[:limit]
+            offset = start + sum(len(ln) + 1 for ln in lines)
+        cursor = _cursor(fd, offset)
     finally:
         os.close(fd)
-    if overlong:  # one line longer than a reply may read (a hand edit): skipped, not a wall
-        return {"entries": [], "cursor": start + overlong, "reset": reset, "skipped": 1}
-    end = raw.rfind(b"\n") + 1  # complete lines only: a line being written is read next time
-    lines = raw[:end].split(b"\n")[:-1]
-    if since is None and start > 0:
-        lines = lines[1:]  # the first line was cut by the read window
-    if since is None:
-        lines = lines[-limit:]
-        cursor = start + end
-    else:  # on from the cursor, or from the start of a file rotated or rewritten
-        lines = lines[:limit]
-        cursor = start + sum(len(ln) + 1 for ln in lines)
     entries = []
     for ln in lines:
         try:
@@ -182,6 +206,36 @@ def read_journal(root: Path, since: int | None, limit: int) -> dict[str, object]
             entries.append(obj)
     skipped = len(lines) - len(entries)  # not a JSON object: a hand edit, a torn copy
     return {"entries": entries, "cursor": cursor, "reset": reset, "skipped": skipped}
+
+
+def _elsewhere(fd: int, size: int, since: int, mark: str | None) -> bool:
+    """True when the cursor ``since`` (with ``mark``, when it has one) is not a place in
+    this file: past its end, not at a line's start, or (with a mark) after a line other
+    than the one it followed. An offset alone cannot tell a rotated file grown to a line
+    start at the same offset; the mark of the line before it can."""
+    if since > size:
+        return True
+    if since == 0:  # a file's start is the start of any file
+        return False
+    if mark is None:  # a cursor is always just past a newline
+        return not _at_line(fd, since)
+    return _mark(fd, since) != mark
+
+
+def _cursor(fd: int, offset: int) -> int | str:
+    """The cursor of ``offset``: 0, or ``"<offset>:<mark>"``."""
+    return f"{offset}:{_mark(fd, offset)}" if offset else 0
+
+
+def _mark(fd: int, pos: int) -> str:
+    """A digest of the line that ends at ``pos`` (its last ``MARK_BYTES`` at most): the
+    journal only grows, so the bytes before a cursor stay what they were while the file is
+    the one it was made in (also when a sync tool puts a longer copy in its place), and a
+    rotated or rewritten file holds another line there (its own ``ts``, at least)."""
+    start = max(pos - MARK_BYTES, 0)
+    tail = os.pread(fd, pos - start, start)
+    cut = tail.rfind(b"\n", 0, len(tail) - 1) + 1  # the line's start, when in the window
+    return hashlib.blake2b(tail[cut:], digest_size=8).hexdigest()
 
 
 def _at_line(fd: int, pos: int) -> bool:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 
 from ..errors import BadRequest, ConfigError
 from ..retrieval.request import vault_paths
-from .journal import read_journal
+from .journal import parse_cursor, read_journal
 from .subscriptions import CURRENT, ChangeFeed
 from .vault_writer import VaultWriter
 
@@ -98,8 +98,11 @@ def m_delete_wiki(service: object, params: Params) -> object:
 def m_journal(service: object, params: Params) -> object:
     _only(params, ("since", "limit"))
     since, limit = params.get("since"), params.get("limit", 100)
-    if since is not None and (type(since) is not int or since < 0):
-        raise BadRequest(f'"since" must be a cursor (an integer >= 0) from a reply, got {since!r}')
+    if since is not None and (not isinstance(since, int | str) or parse_cursor(since) is None):
+        raise BadRequest(
+            f'"since" must be a "cursor" from a reply (such as "2214:6f1c0a9e3b7d5248", or '
+            f"an integer >= 0), got {since!r}"
+        )
     if type(limit) is not int or not 1 <= limit <= MAX_JOURNAL_LIMIT:
         raise BadRequest(f'"limit" must be an integer in [1, {MAX_JOURNAL_LIMIT}], got {limit!r}')
     return read_journal(_writer(service).root, since, limit)

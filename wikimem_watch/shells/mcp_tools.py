@@ -96,7 +96,7 @@ def build_server(vault: Vault) -> MCPServer:
 
     @tool(description="Recent writes and external edits, oldest first; pass the reply's "
           "cursor as `since` to read on.")  # fmt: skip
-    def journal(since: int | None = None, limit: int = 50) -> CallToolResult:
+    def journal(since: int | str | None = None, limit: int = 50) -> CallToolResult:
         return run("journal", {"since": since, "limit": limit})
 
     @tool(description="The index: counts, skipped files, warnings; says whether a daemon "

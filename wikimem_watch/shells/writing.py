@@ -124,7 +124,9 @@ def journal_command(args: argparse.Namespace) -> int:
         page = read(page["cursor"], 1000)
 
 
-def _journal_reader(args: argparse.Namespace) -> Callable[[int | None, int], dict[str, Any]]:
+def _journal_reader(
+    args: argparse.Namespace,
+) -> Callable[[int | str | None, int], dict[str, Any]]:
     try:
         client = connect_args(args)
     except DaemonUnavailable:
@@ -135,7 +137,7 @@ def _journal_reader(args: argparse.Namespace) -> Callable[[int | None, int], dic
         root = config_from_args(args).vault
         return lambda since, limit: read_journal(root, since, limit)
 
-    def remote(since: int | None, limit: int) -> dict[str, Any]:
+    def remote(since: int | str | None, limit: int) -> dict[str, Any]:
         params: dict[str, object] = {"limit": limit}
         if since is not None:
             params["since"] = since
