@@ -366,3 +366,37 @@ def test_a_start_without_a_snapshot_journals_that_what_changed_is_unknown(
     assert [(e["action"], e["path"], e["by"]) for e in page["entries"]] == [
         ("reset", ".", "external")
     ]
+
+
+def test_changes_an_in_process_run_took_into_the_snapshot_are_journaled(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """With no daemon running, a command answered in-process (``query --vault``, an MCP
+    server) rewrites the snapshot when many files changed, or when there was none: the next
+    daemon started from it and never journaled what changed before."""
+    from wikimem_watch.core.snapshot import REWRITE_MIN_FILES
+
+    first = start_daemon(vault)
+    first.result("append_diary", {"text": "kites", "date": DAY, "time": "08:00"})
+    cursor = first.result("journal")["cursor"]
+    snapshot = Path(first.result("status")["snapshot"]["path"])
+    first.stop()
+    count = REWRITE_MIN_FILES + 4
+    for n in range(count):
+        (vault / "wiki" / f"n{n:03d}.md").write_text(f"## plan\nstep {n}\n", encoding="utf-8")
+    assert wikimem("query", "--vault", str(vault), "step").returncode == 0
+    second = start_daemon(vault)
+    lines = second.result("journal", {"since": cursor, "limit": 1000})["entries"]
+    assert sorted((e["action"], e["path"]) for e in lines) == [
+        ("create", f"wiki/n{n:03d}.md") for n in range(count)
+    ]
+    cursor = second.result("journal")["cursor"]
+    second.stop()
+
+    snapshot.unlink()  # a deleted cache: the in-process run scans cold and writes one
+    (vault / "wiki" / "people.md").write_text("## Ann\nAnn rows now.\n", encoding="utf-8")
+    assert wikimem("query", "--vault", str(vault), "rows").returncode == 0
+    third = start_daemon(vault)
+    assert third.result("status")["snapshot"]["loaded"] is True
+    lines = third.result("journal", {"since": cursor})["entries"]
+    assert [(e["action"], e["path"]) for e in lines] == [("reset", ".")]

@@ -26,7 +26,7 @@ import sys
 import time
 import unicodedata
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -285,11 +285,22 @@ def disk_stats(root: Path, rels: Iterable[str]) -> dict[str, tuple[int, int, int
     return out
 
 
-def scan_with_snapshot(engine: Engine, *, save: bool = True) -> ApplyStats:
+# Applies files and tells the journal what changed; the flag is False for a cold scan,
+# which has no earlier state to compare with (``scan_with_snapshot``'s ``told``).
+ToldApply = Callable[[list[str], bool], ApplyStats]
+
+
+def scan_with_snapshot(
+    engine: Engine, *, save: bool = True, told: ToldApply | None = None
+) -> ApplyStats:
     """``engine.scan()``, starting from the configured snapshot when it is usable, and
     (with ``save``) writing a new one when the scan changed anything. A snapshot that
     cannot be written costs a warning, never the scan. Under the daemon's rule (ADR-0015):
-    none for a vault whose cache dir is a symlink or leads out of it (ADR-0011)."""
+    none for a vault whose cache dir is a symlink or leads out of it (ADR-0011).
+
+    The snapshot is also where the daemon's next start compares from to journal what
+    changed while no daemon ran: a run that writes a new one applies through ``told``
+    (given), or those changes would never be journaled."""
     path = engine.config.snapshot_path
     if path is None or cache_dir_problem(engine.config) is not None:
         return engine.scan()  # as the daemon: a vault whose cache dir is suspect gets none
@@ -298,13 +309,18 @@ def scan_with_snapshot(engine: Engine, *, save: bool = True) -> ApplyStats:
         on_disk = list(iter_notes(engine.root, engine.note_filter, linked_dirs))
         engine.linked_dirs = linked_dirs
         stale = restore_engine(engine, path, disk_stats(engine.root, on_disk))
-        with no_gc():
-            stats = engine.apply(on_disk if stale is None else stale)
         # A few stale files cost a few reads at the next start; rewriting the snapshot costs
         # ~1 s per 100k entries of a one-shot query's time. Rewrite when it pays.
         drift = len(stale) if stale is not None else 0
         rewrite = stale is None or drift > max(REWRITE_MIN_FILES, len(on_disk) // 100)
-        if save and (rewrite or engine.vector_keys_missing):
+        saving = save and (rewrite or engine.vector_keys_missing)
+        todo = on_disk if stale is None else stale
+        with no_gc():
+            if saving and told is not None:
+                stats = told(todo, stale is not None)
+            else:
+                stats = engine.apply(todo)
+        if saving:
             save_snapshot(engine)
     return stats
 

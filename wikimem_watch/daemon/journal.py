@@ -9,9 +9,10 @@ and external changes the watcher applied (one line per file, after debouncing)::
 
     {"ts", "action": "edit"|"create"|"delete"|"move", "path", "by": "external", "from"? (a move)}
 
-including those a start from the index snapshot finds were made while no daemon ran; a start
-without one (no snapshot, or an unusable one) knows no earlier state and writes one line
-that says so, ``{"ts", "action": "reset", "path": ".", "by": "external", "detail"}``.
+including those a start from the index snapshot finds were made while no daemon ran (or an
+in-process run that writes a new snapshot: the next start compares from it); a start without
+one (no snapshot, or an unusable one) knows no earlier state and writes one line that says
+so, ``{"ts", "action": "reset", "path": ".", "by": "external", "detail"}``.
 
 Lines may carry a ``detail`` (as wikimem's own journal may), e.g. when a write was
 re-applied after an editor's save overwrote it. Each line is one ``write`` on an
@@ -121,8 +122,10 @@ class Journal:
 
     def unknown_changes(self) -> None:
         """The vault (``path`` ``.``, as ``subscribe`` names it) may have changed in ways no
-        line tells: the daemon started without an index snapshot to compare with."""
-        self.external("reset", ".", detail=UNKNOWN_DETAIL)
+        line tells: a start without an index snapshot to compare with. Only into a journal
+        that exists: a vault with none has no follower to tell."""
+        if os.path.lexists(self.path):
+            self.external("reset", ".", detail=UNKNOWN_DETAIL)
 
 
 def _provenance(record: dict[str, object], owner: str | None, source: str | None) -> None:

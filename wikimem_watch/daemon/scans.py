@@ -194,11 +194,9 @@ class VaultScans:
     def _journal_unknown(self) -> None:
         """A start with no usable snapshot knows nothing of what changed while no daemon
         ran: one ``reset`` line says so to a follower of the journal (which then re-reads
-        what it follows), rather than a create for every note or silence. Only into a
-        journal that exists: a first start in a vault with none has no follower to tell."""
-        journal = self.feed.journal
-        if journal is not None and os.path.lexists(journal.path):
-            journal.unknown_changes()
+        what it follows), rather than a create for every note or silence."""
+        if self.feed.journal is not None:
+            self.feed.journal.unknown_changes()
 
     def _save_snapshot(self) -> None:
         """Write the snapshot when the index (or a file's stat) changed since the last one."""

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..config import Config
-    from ..core.engine import Engine
+    from ..core.engine import ApplyStats, Engine
+    from ..core.snapshot import ToldApply
 
 FLAG_FIELDS = (
     "cache_dir",
@@ -93,7 +94,7 @@ def open_engine(
         before = quiet.level
         quiet.setLevel(max(logging.ERROR, before))
         try:
-            scan_with_snapshot(engine) if snapshot else engine.scan()
+            scan_with_snapshot(engine, told=_told(engine)) if snapshot else engine.scan()
         finally:
             quiet.setLevel(before)
     if vectors and config.embed != "none":  # the vector side loads only when configured
@@ -101,6 +102,25 @@ def open_engine(
 
         engine.vectors = open_vectors(config)
     return engine
+
+
+def _told(engine: Engine) -> ToldApply:
+    """How a run that writes a new snapshot applies what changed since the last: journaled
+    (ADR-0016), as the daemon's start from the old snapshot would have, for the next start
+    compares from the new one and sees none of it."""
+    from ..daemon.journal import Journal
+    from ..daemon.subscriptions import ChangeFeed
+
+    journal = Journal(engine.config.vault)
+    feed = ChangeFeed(engine, journal)
+
+    def told(paths: list[str], known: bool) -> ApplyStats:
+        if known:
+            return feed.apply(paths, external=True)
+        journal.unknown_changes()  # a cold scan: what changed before it is not known
+        return engine.apply(paths)
+
+    return told
 
 
 def say_in_process(args: argparse.Namespace, config: Config) -> None:
