@@ -294,8 +294,12 @@ def test_a_one_shot_query_from_a_valid_snapshot_loads_no_markdown_yaml_or_http(
     argv = ("query", "--vault", str(vault), "--in-process", "--json", "tea")
     cold, _ = run_cli(*argv)  # scans, then writes the snapshot
     assert {"markdown_it", "yaml"} <= set(cold["modules"]), "the control parsed nothing"
+    # a run that writes the snapshot journals what it applied (ADR-0016); one that does not
+    # loads neither the journal nor the change feed
+    assert "wikimem_watch.daemon.subscriptions" in cold["modules"]
     warm, out = run_cli(*argv)
     assert warm["code"] == 0 and len(json.loads(out)["hits"]) == 10, out
     # numpy.ma: np.unique and np.union1d import it on first use (~10-25 ms)
-    loaded = {"markdown_it", "yaml", "urllib.request", "numpy.ma"} & set(warm["modules"])
+    unused = {"markdown_it", "yaml", "urllib.request", "numpy.ma", "wikimem_watch.daemon.journal"}
+    loaded = unused & set(warm["modules"])
     assert not loaded, f"a start from the snapshot imported {sorted(loaded)}"

@@ -107,16 +107,16 @@ def open_engine(
 def _told(engine: Engine) -> ToldApply:
     """How a run that writes a new snapshot applies what changed since the last: journaled
     (ADR-0016), as the daemon's start from the old snapshot would have, for the next start
-    compares from the new one and sees none of it."""
-    from ..daemon.journal import Journal
-    from ..daemon.subscriptions import ChangeFeed
-
-    journal = Journal(engine.config.vault)
-    feed = ChangeFeed(engine, journal)
+    compares from the new one and sees none of it. The journal and the change feed load only
+    then: most one-shot runs start from a snapshot they do not rewrite."""
 
     def told(paths: list[str], known: bool) -> ApplyStats:
+        from ..daemon.journal import Journal
+        from ..daemon.subscriptions import ChangeFeed
+
+        journal = Journal(engine.config.vault)
         if known:
-            return feed.apply(paths, external=True)
+            return ChangeFeed(engine, journal).apply(paths, external=True)
         journal.unknown_changes()  # a cold scan: what changed before it is not known
         return engine.apply(paths)
 
