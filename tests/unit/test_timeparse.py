@@ -78,6 +78,30 @@ POSITIVE = [
     _case("en-the-week-of", "what did I eat the week of July 20", "2026-07-20", "2026-07-26"),
     _case("en-the-week-of-dated", "The week of May 3, 2026", "2026-04-27", "2026-05-03"),
     _case("en-a-week-of-is-the-day", "a week of July 4 fireworks", "2026-07-04"),
+    # --- a week counted within a month: days 7N-6..7N, the last week its final seven days;
+    # a month without a year is the most recent not in the future, and this one ends today
+    _case("en-first-week-of", "the first week of May", "2026-05-01", "2026-05-07"),
+    _case("en-first-week-of-no-article", "first week of May", "2026-05-01", "2026-05-07"),
+    _case("en-second-week-of-this-month", "the second week of July", "2026-07-08", "2026-07-14"),
+    _case("en-third-week-in", "what did I do the third week in July", "2026-07-15", "2026-07-21"),
+    _case("en-fourth-week-ends-today", "the fourth week of July", "2026-07-22", "2026-07-24"),
+    _case("en-2nd-week-last-year", "the 2nd week of November", "2025-11-08", "2025-11-14"),
+    _case("en-fifth-week", "the fifth week of May", "2026-05-29", "2026-05-31"),
+    _case("en-last-week-of", "the last week of August", "2025-08-25", "2025-08-31"),
+    _case("en-last-week-of-no-article", "last week of August", "2025-08-25", "2025-08-31"),
+    _case("en-final-week-of-feb", "the final week of February", "2026-02-22", "2026-02-28"),
+    _case("en-last-week-of-last-month", "the last week of last month", "2026-06-24", "2026-06-30"),
+    _case("en-week-of-dated-month", "the first week of May 2023", "2023-05-01", "2023-05-07"),
+    _case("en-month-s-week", "July's second week", "2026-07-08", "2026-07-14"),
+    _case("en-last-month-s-week", "last month's first week", "2026-06-01", "2026-06-07"),
+    _case("zh-second-week-of-july", "7月第二周", "2026-07-08", "2026-07-14"),
+    _case("zh-first-xingqi-of-july", "七月的第一个星期", "2026-07-01", "2026-07-07"),
+    _case("zh-last-week-of-may", "5月最后一周", "2026-05-25", "2026-05-31"),
+    _case("zh-last-xingqi-of-may", "5月的最后一个星期", "2026-05-25", "2026-05-31"),
+    _case("zh-third-libai-last-month", "上个月的第三个礼拜", "2026-06-15", "2026-06-21"),
+    _case("zh-week-of-last-year-s-month", "去年7月第二周", "2025-07-08", "2025-07-14"),
+    _case("zh-week-of-dated-month", "2023年5月第1周", "2023-05-01", "2023-05-07"),
+    _case("zh-week-of-a-future-month", "11月第二周", "2025-11-08", "2025-11-14"),
     _case("zh-that-week", "7月20号那一周吃了什么", "2026-07-20", "2026-07-26"),
     _case("zh-that-week-xingqi", "7月20日的那个星期", "2026-07-20", "2026-07-26"),
     _case("zh-that-weeks-wednesday-is-the-day", "7月20日那周三", "2026-07-20"),
@@ -521,7 +545,6 @@ NEGATIVE = [
     "以前天天加班",
     "后天性疾病",
     "an hour ago",
-    "first week of May",
     "这周围",
     "本周期",
     "一周三次",
@@ -550,8 +573,13 @@ NEGATIVE = [
     "this coming Friday",
     "Monday to Friday",
     "周一到周五",
-    "last week of August",
-    "the last week of August",
+    # a week of a month: not begun yet, past the month's end, or of something else
+    "the last week of July",  # this July's last week is still ahead
+    "the fifth week of February",
+    "the sixth week of May",
+    "7月第五周",
+    "the first week of school",
+    "the last week of the trip",
     # months: a bare name, a person, a verb; an ambiguous "last March" (in July)
     "October",
     "May said she would come",
@@ -1004,3 +1032,18 @@ def test_joined_weekdays_at_the_ends_of_the_calendar_open_the_first_day_not_a_cr
 ) -> None:
     found = parse_time_range(text, now=now)
     assert found is not None and (found.start, found.end) == (day, day)
+
+
+@pytest.mark.parametrize(
+    ("n", "en_word", "zh_word"),
+    [(1, "first", "一"), (2, "second", "二"), (3, "third", "三"), (4, "fourth", "四")],
+)
+def test_every_ordinal_week_of_a_month_is_seven_of_its_days_not_the_whole_month(
+    n: int, en_word: str, zh_word: str
+) -> None:
+    first = date(2026, 6, 7 * n - 6)  # June: wholly past on the Friday reference
+    for text in (f"the {en_word} week of June", f"June's {en_word} week", f"6月第{zh_word}周"):
+        found = parse_time_range(text, now=FRI)
+        assert found is not None, text
+        assert (found.start, found.end) == (first, first + timedelta(days=6)), text
+        assert found.rest == "", text

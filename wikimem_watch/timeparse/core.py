@@ -14,9 +14,9 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import en, resolvers, zh
-from .periods import month_days, year_days
+from .periods import month_days, week_of_month, year_days
 from .resolvers import Resolver
-from .vocab import LazyPattern
+from .vocab import LazyPattern, ordinal
 from .window import Days, TimeWindow
 
 # Tried at every position; the earliest match wins, then the longest, then the first here.
@@ -54,6 +54,7 @@ _TABLE: list[tuple[tuple[str, ...], LazyPattern, Resolver]] = [
     (_MONTHS, en.DATE, resolvers.absolute),
     (("19", "20", "21"), en.IN_YEAR, resolvers.absolute),
     (_MONTHS, en.MONTH_IN, resolvers.month_alone),
+    (_MONTHS, en.MONTH_OF_NTH_WEEK, resolvers.month_alone),
     (_MONTHS, en.MONTH_REL, resolvers.month_of_year_word),
     (("year",), en.MONTH_OF_YEAR, resolvers.month_of_named_year),
 ]
@@ -137,8 +138,13 @@ def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
 
 
 def _period(text: str, b: int, e: int) -> tuple[str, int, int]:
-    """A day's week ("the week of July 20", 7月20日那周: "week"), today's date in a period
+    """A week of a month ("the second week of July", 7月第二周: "week 2", "week -1" for the
+    last), a day's week ("the week of July 20", 7月20日那周: "week"), today's date in a period
     ("去年的今天", "this day last year": "same day"), or the expression as it is ("plain")."""
+    if nth := en.NTH_WEEK_BEFORE.search(text, max(0, b - 24), b):
+        return f"week {ordinal(nth['nth'])}", nth.start(), e
+    if nth := en.NTH_WEEK_AFTER.match(text, e) or zh.NTH_WEEK_AFTER.match(text, e):
+        return f"week {ordinal(nth['nth'] or '最后')}", b, nth.end()  # 最后一周: no number
     if week_of := en.WEEK_OF_BEFORE.search(text, max(0, b - 14), b):
         return "week", week_of.start(), e
     if week_after := zh.WEEK_AFTER.match(text, e):
@@ -314,6 +320,8 @@ def _reshaped(mode: str, days: Days, today: date) -> Days | None:
     first, last = days[0], days[1]
     if mode == "since":
         return (first, today, None, None) if first <= today else None
+    if mode.startswith("week "):  # "the second week of July": that week of the month
+        return week_of_month(first, last, int(mode.split()[1]))
     if mode == "week":
         monday = first - timedelta(days=first.weekday())
         one_day = first == last and monday <= date.max - timedelta(days=6)

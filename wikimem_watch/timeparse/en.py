@@ -22,13 +22,20 @@ def bounded(pattern: str) -> LazyPattern:
     return LazyPattern(rf"(?<![a-z0-9])(?:{pattern})(?![a-z0-9])", re.I)
 
 
+# "the first week", "2nd week": a week counted within a month.
+_NTH_NOT_LAST = r"first|second|third|fourth|fifth|sixth|[0-9]{1,2}(?:st|nd|rd|th)"
+_NTH = rf"{_NTH_NOT_LAST}|last|final"
+
 # Holidays and other names built on a weekday: "Good Friday" is no recent Friday.
 _HOLIDAY = r"(?:good|black|cyber|easter|ash|palm|holy|maundy|fat|bloody|super\s+bowl)"
 BLOCK = bounded(
     r"the\s+(?:last|past|previous)\s+(?:few\s+|several\s+|couple\s+(?:of\s+)?)?"
     r"(?:days|weeks|weekends?|months|years|day)"
     r"|the\s+previous\s+(?:week|month|year)"
-    r"|(?:last|first|final)\s+(?:day|week|weekend|month)s?\s+of"
+    r"|(?:last|first|final)\s+(?:day|weekend|month)s?\s+of"
+    # "the second week of July": the month's context reads the week (``NTH_WEEK_BEFORE``);
+    # blocked here so "last week" is not the previous Monday–Sunday week.
+    rf"|(?:{_NTH_NOT_LAST})\s+weeks?|last\s+weeks?(?=\s+of(?![a-z]))"
     rf"|(?:next|every|each|(?:this\s+)?coming)\s+(?:{WD})s?"
     rf"|(?:{WD})\s*(?:-|–|to|through|thru|till|until)\s*(?:{WD})|sunday\s+school"
     rf"|{_HOLIDAY}\s+(?:{WD})|(?-i:Super\s+Tuesday)"  # primaries, capitalised
@@ -66,6 +73,12 @@ OFFSET_BEFORE = LazyPattern(
 # "the week of July 20": the Monday–Sunday week that holds the day. Before a span ("the
 # week of last month") it opens none: which week is meant is not computed.
 WEEK_OF_BEFORE = LazyPattern(r"(?:(?<![a-z])the\s+|^\s*)week\s+of\s+$", re.I)  # not "a week of"
+# "the second week of July", "the last week of last month", "July's first week": that week
+# of the month (``periods.week_of_month``).
+NTH_WEEK_BEFORE = LazyPattern(
+    rf"(?:(?<![a-z])the\s+)?(?<![a-z0-9])(?P<nth>{_NTH})\s+week\s+(?:(?:of|in)\s+)?$", re.I
+)
+NTH_WEEK_AFTER = LazyPattern(rf"(?:'s|’s)\s+(?P<nth>{_NTH})\s+week(?![a-z])", re.I)
 # "this day last year", "on this day a month ago", "a year ago today": that period's day
 # that is today's date (as 去年的今天).
 SAME_DAY_BEFORE = LazyPattern(r"(?<![a-z])(?:on\s+)?this\s+(?:very\s+)?day,?\s+$", re.I)
@@ -110,6 +123,8 @@ MONTH_IN = bounded(
     r"|(?:early|late|mid)(?:-|\s+)|(?<=since\s))"
     rf"(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}"
 )
+# "July's second week": a month named only by the week after it (``NTH_WEEK_AFTER``).
+MONTH_OF_NTH_WEEK = bounded(rf"(?P<mn>{_MONTH_NAME})(?=(?:'s|’s)\s+(?:{_NTH})\s+week(?![a-z]))")
 MONTH_REL = bounded(rf"(?P<w>last|this)\s+(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}")
 # "in July last year", "March of this year": that month of that year (not the most recent
 # July). Lower-case may/march/mar/august need a word before them ("in may last year"), else

@@ -66,3 +66,18 @@ def recent_month(today: date, month: int) -> Days:
     year = today.year if month <= today.month else today.year - 1
     start, end, _, _ = month_days(year, month)
     return start, min(end, today), None, None
+
+
+def week_of_month(first: date, last: date, n: int) -> Days | None:
+    """Week n (-1: the last) of the month that first..last is: days 7n-6..7n, the last week
+    its final seven days, whatever weekday the 1st is ("the first week of July" is the start
+    of July, which a Monday–Sunday count would leave in June's last week). The window ends
+    at `last` (a current month ends today, ``recent_month``); a week that starts after it,
+    or first..last that is no month, is none."""
+    month_start, month_end, _, _ = month_days(first.year, first.month)
+    if n == 0 or first != month_start or last.replace(day=1) != month_start:
+        return None
+    start = month_end - timedelta(days=6) if n < 0 else first + timedelta(weeks=n - 1)
+    if start > last:
+        return None
+    return start, min(start + timedelta(days=6), last), None, None

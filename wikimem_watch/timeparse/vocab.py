@@ -33,6 +33,9 @@ REL_TOD = {"昨晚": (-1, "晚上"), "昨夜": (-1, "晚上"), "今晚": (0, "�
            "this afternoon": (0, "afternoon"), "this evening": (0, "evening")}  # fmt: skip
 OFFSET = {"上上": -2, "上": -1, "本": 0, "这": 0, "下": 1, "下下": 2, "大前": -3, "前": -2,
           "去": -1, "今": 0, "明": 1, "last": -1, "this": 0, "next": 1}  # fmt: skip
+# A week counted within a month ("the second week of July", 7月第二周); -1 is the last.
+NTH_WEEK = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
+            "last": -1, "final": -1, "最后": -1}  # fmt: skip
 WD_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 WD_ZH = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 MONTH_NO = {name: i for i, full in enumerate(calendar.month_name[1:], 1)
@@ -99,6 +102,12 @@ def num(text: str) -> int:
         raise ValueError(f"not a number: {text!r}")
     high = (CN_DIGIT[tens] if tens else 1) if ten else 0
     return high * 10 + (CN_DIGIT[units] if units else 0)
+
+
+def ordinal(text: str) -> int:
+    """'second', '2nd', '二', '2' -> 2; 'last', 'final', '最后' -> -1."""
+    text = text.lower()
+    return NTH_WEEK[text] if text in NTH_WEEK else num(text.rstrip("stndrh"))
 
 
 def en_num(text: str) -> int:

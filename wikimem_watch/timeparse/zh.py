@@ -62,6 +62,12 @@ ON_BEFORE = LazyPattern(
 SAME_DAY_AFTER = LazyPattern(r"的?(?:今天|今日)")
 # 7月20日那周, 7月20号的那个星期: the Monday–Sunday week that holds the day (not 那周三, 那周末).
 WEEK_AFTER = LazyPattern(r"的?[这那]一?个?(?:周|星期|礼拜)(?![一二三四五六七日天末])")
+# 7月第二周, 七月的第一个星期, 5月最后一周, 上个月的第三个礼拜: that week of the month
+# (``periods.week_of_month``); not 第一个星期一 (the first Monday) nor 第一周年.
+NTH_WEEK_AFTER = LazyPattern(
+    r"的?(?:第(?P<nth>[0-9]{1,2}|[一二三四五六七八九十]{1,2})个?|最后的?一?个?)"
+    r"(?:周|星期|礼拜)(?![一二三四五六七日天末年])"
+)
 THAT_DAY_AFTER = LazyPattern(r"(?:这|那|当)一?天(?![气空然才生下])")
 # 5月4日前, 周五前要交: "before" (as 之前), where 前 ends the phrase or a word follows it that
 # cannot go on 前 (not 前往, 前台, 前面: 昨天前往北京 is yesterday).
