@@ -632,12 +632,16 @@ NEGATIVE = [
     "Dec 28-2",
     "before yesterday",
     "昨天之后",
-    "5月3日左右",
     "since tomorrow",
     "从明天开始",
     "05/08/2023",
     "",
-    # a count made approximate, or a bound
+    # a count made approximate, or a bound; a span made approximate (how far around?)
+    "三天前左右",
+    "around 10 days ago",
+    "around last week",
+    "上周左右",
+    "大概上个月",
     "about 3 days ago",
     "2 or 3 days ago",
     "1 or 2 days ago",
@@ -1047,3 +1051,30 @@ def test_every_ordinal_week_of_a_month_is_seven_of_its_days_not_the_whole_month(
         assert found is not None, text
         assert (found.start, found.end) == (first, first + timedelta(days=6)), text
         assert found.rest == "", text
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("around last Tuesday", "2026-07-13", "2026-07-15"),
+        ("what did I do around last Tuesday", "2026-07-13", "2026-07-15"),
+        ("大概上周二", "2026-07-13", "2026-07-15"),
+        ("上周二左右", "2026-07-13", "2026-07-15"),
+        ("大概上周二左右我做了什么", "2026-07-13", "2026-07-15"),
+        ("上周二前后", "2026-07-13", "2026-07-15"),
+        ("around May 3", "2026-05-02", "2026-05-04"),
+        ("roughly on 3 May", "2026-05-02", "2026-05-04"),
+        ("5月3日左右", "2026-05-02", "2026-05-04"),
+        ("差不多5月3日", "2026-05-02", "2026-05-04"),
+        ("around yesterday", "2026-07-22", "2026-07-24"),  # a past day reaches no further
+        ("昨晚左右", "2026-07-22", "2026-07-24"),  # than today; no time of day on three days
+    ],
+)
+def test_a_day_said_approximately_opens_it_and_the_day_either_side_in_both_languages(
+    text: str, start: str, end: str
+) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None
+    assert (found.start.isoformat(), found.end.isoformat()) == (start, end)
+    assert (found.start_time, found.end_time) == (None, None)
+    assert "around" not in found.rest and "左右" not in found.rest and "大概" not in found.rest

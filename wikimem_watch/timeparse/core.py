@@ -96,12 +96,12 @@ _JOIN = re.compile(
 
 
 def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
-    """How the words around text[b:e] read it: ("plain" | "since" | "week" | "same day" |
-    "open", span).
+    """How the words around text[b:e] read it: ("plain" | "since" | "around" | "week" |
+    "same day" | "open", span).
 
     "since May 3", "自从5月3日", "5月3日以来", "从昨天开始", "from May 3 to now" run from that
-    day to today, and the span takes in those words; "before yesterday", "昨天之后",
-    "5月3日左右" are open-ended or vague.
+    day to today, and the span takes in those words; "around May 3", "5月3日左右" are that day
+    give or take one; "before yesterday", "昨天之后" are open-ended.
     """
     en_since = en.SINCE_BEFORE.search(text, max(0, b - 16), b)
     if en_since:
@@ -115,12 +115,15 @@ def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
         or en.OFFSET_BEFORE.search(text, max(0, b - 24), b)
     ):
         return "open", b, e
+    if around := en.AROUND_BEFORE.search(text, max(0, b - 16), b):
+        return "around", around.start(), e
     if en.STARTS_WITH_NUMBER.match(text, b) and en.APPROX_BEFORE.search(text, max(0, b - 16), b):
         return "open", b, e
-    if zh.APPROX_BEFORE.search(text, max(0, b - 3), b) or (  # 差不多: three characters
-        text[b] in zh.NUMERALS and zh.APPROX_NUMBER_BEFORE.search(text, max(0, b - 2), b)
-    ):
+    if text[b] in zh.NUMERALS and zh.APPROX_NUMBER_BEFORE.search(text, max(0, b - 2), b):
         return "open", b, e
+    before = zh.AROUND_BEFORE.search(text, max(0, b - 3), b)  # 差不多: three characters
+    if (after := zh.AROUND_AFTER.match(text, e)) or before:
+        return "around", before.start() if before else b, after.end() if after else e
     zh_since = zh.SINCE_BEFORE.search(text, max(0, b - 2), b)
     zh_from = zh_since or zh.FROM_BEFORE.search(text, max(0, b - 1), b)
     first = zh_from.start() if zh_from else b
@@ -294,6 +297,8 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
         mode, b, e = _context(text, *found.span())
         if titles and _in_title(titles, *found.span()):
             mode = "open"  # a title: no window, and nothing inside it matches afterwards
+        if mode == "around" and resolve is resolvers.ago:
+            mode = "open"  # "about 10 days ago", 三天前左右: the slack grows with the count
         days = None if mode == "open" else _resolve(found, resolve, today)
         if days is not None and mode == "same day" and days[0] == days[1]:
             mode, (b, e) = "plain", found.span()  # "yesterday, today": two days, joined below
@@ -320,6 +325,8 @@ def _reshaped(mode: str, days: Days, today: date) -> Days | None:
     first, last = days[0], days[1]
     if mode == "since":
         return (first, today, None, None) if first <= today else None
+    if mode == "around":
+        return _around(first, last, today)
     if mode.startswith("week "):  # "the second week of July": that week of the month
         return week_of_month(first, last, int(mode.split()[1]))
     if mode == "week":
@@ -330,6 +337,17 @@ def _reshaped(mode: str, days: Days, today: date) -> Days | None:
         day = _same_date(first, last, today)  # no such period ("the past 3 days today"): as is
         return days if day is None else (day, day, None, None)
     return days
+
+
+def _around(first: date, last: date, today: date) -> Days | None:
+    """ "around last Tuesday", 上周二左右: the day and the days either side of it, since the
+    user says it may be off by one (the gate's own first widening step). A day not ahead
+    stays not ahead: "大概昨天" ends today. Longer spans ("around last week") open none:
+    how far around a week reaches is not said."""
+    if first != last or not date.min < first < date.max:
+        return None
+    end = first + timedelta(days=1)
+    return first - timedelta(days=1), min(end, today) if first <= today else end, None, None
 
 
 def _same_date(first: date, last: date, today: date) -> date | None:

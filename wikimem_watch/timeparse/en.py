@@ -54,6 +54,10 @@ APPROX_BEFORE = LazyPattern(
     r"|(?:[0-9]+|an?|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few)\s+or)\s+$",
     re.I,
 )
+# "around last Tuesday", "roughly May 3": a day give or take one (``core._around``), as
+# 大概上周二 and 上周二左右 are. Not "about", which before a day is mostly the topic ("talk
+# about yesterday").
+AROUND_BEFORE = LazyPattern(r"(?<![a-z])(?:around|approximately|roughly|circa)\s+$", re.I)
 STARTS_WITH_NUMBER = LazyPattern(
     r"(?:[0-9]|(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few)(?![a-z]))", re.I
 )

@@ -72,13 +72,16 @@ THAT_DAY_AFTER = LazyPattern(r"(?:这|那|当)一?天(?![气空然才生下])")
 # 5月4日前, 周五前要交: "before" (as 之前), where 前 ends the phrase or a word follows it that
 # cannot go on 前 (not 前往, 前台, 前面: 昨天前往北京 is yesterday).
 OPEN_AFTER = LazyPattern(
-    r"以后|之后|之前|以前|前后|左右"
+    r"以后|之后|之前|以前"
     r"|前(?=$|[\s，,。.！!？?；;、…]|[要得必需应该会能就都还先把将我你他她它们的了交做完写发])"
 )
 WINTER_AFTER = LazyPattern(r"的?冬(?:天|季)")  # 去年冬天: December and the next year's January
-# 大约三天前, 3、4天前, 两三天前: approximate, no window (as 三天前左右). The second form
-# only before an expression that starts with a number.
-APPROX_BEFORE = LazyPattern(r"(?:大约|大概|约莫|差不多|将近)$")
+# 大概上周二, 上周二左右, 5月3日前后: a day give or take one (``core._around``), as "around
+# last Tuesday" is; 大约三天前, 三天前左右: a count made approximate, no window.
+AROUND_BEFORE = LazyPattern(r"(?:大约|大概|约莫|差不多)$")
+AROUND_AFTER = LazyPattern(r"左右|前后")
+# 3、4天前, 两三天前: approximate, no window; only before an expression that starts with a
+# number.
 APPROX_NUMBER_BEFORE = LazyPattern(r"[0-9一二三四五六七八九十两][、或到~-]?$")
 NUMERALS = frozenset("0123456789一二三四五六七八九十两")
 
