@@ -123,3 +123,17 @@ def test_joined_weekdays_are_the_latest_span_not_after_today(
     assert found is not None
     assert found.start.weekday() == first and found.end - found.start == timedelta(days=gap)
     assert found.end <= now.date() < found.end + timedelta(days=7)
+
+
+@settings(max_examples=200, deadline=None)
+@given(now=nows, day=st.integers(min_value=1, max_value=31))
+def test_a_day_of_the_month_alone_is_this_or_last_month_s_and_never_the_future(
+    now: datetime, day: int
+) -> None:
+    today = now.date()
+    found = parse_time_range(f"{day}号那天", now=now)
+    if found is None:  # no such day in the last month, and this month's is ahead
+        assert day > today.day
+        return
+    assert found.start == found.end and found.start.day == day
+    assert found.end <= today and today - found.start < timedelta(days=62)

@@ -1078,3 +1078,63 @@ def test_a_day_said_approximately_opens_it_and_the_day_either_side_in_both_langu
     assert (found.start.isoformat(), found.end.isoformat()) == (start, end)
     assert (found.start_time, found.end_time) == (None, None)
     assert "around" not in found.rest and "左右" not in found.rest and "大概" not in found.rest
+
+
+@pytest.mark.parametrize(
+    ("text", "now", "day", "times"),
+    [
+        ("10号那天我去了哪", FRI, "2026-07-10", None),
+        ("我10号去看牙医了", FRI, "2026-07-10", None),
+        ("我们十号吃了火锅", FRI, "2026-07-10", None),
+        ("10号晚上吃了什么", FRI, "2026-07-10", EVENING),
+        ("在24号那天", FRI, "2026-07-24", None),  # today is the 24th
+        ("我二十五号去了哪", FRI, "2026-06-25", None),  # not yet this month: the last one's
+        ("30号那天", FRI, "2026-06-30", None),
+        ("15号发生了什么", NEW_YEAR, "2025-12-15", None),
+    ],
+)
+def test_a_day_of_the_month_said_alone_is_the_most_recent_such_day(
+    text: str, now: datetime, day: str, times: tuple[time, time] | None
+) -> None:
+    found = parse_time_range(text, now=now)
+    assert found is not None
+    assert found.start.isoformat() == found.end.isoformat() == day
+    assert (found.start_time, found.end_time) == (times or (None, None))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "10号线",
+        "坐10号线去公司",
+        "我10号线坐过",
+        "三号线",
+        "3号楼",
+        "我住在3号楼",
+        "1号选手",
+        "5号球衣",
+        "穿10号球衣",
+        "10号球员进球了",
+        "号码",
+        "5号电池",
+        "2号航站楼",
+        "他是10号",
+        "第3号",
+        "编号10号",
+        "3号门",
+        "10号床的病人",
+        "5号的比赛",
+        "9号台风",
+        "7号房间",
+        "12号车厢",
+        "一号位",
+        "1号店买的",
+        "110号",
+        "我们在3号，等你",  # a place, not a day
+        "10号前",  # before the 10th
+        "10号是周几",
+        "31号那天",  # June has no 31st, and July's is ahead
+    ],
+)
+def test_a_number_with_hao_that_names_no_day_opens_no_window(text: str) -> None:
+    assert parse_time_range(text, now=FRI) is None

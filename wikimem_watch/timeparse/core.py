@@ -49,6 +49,7 @@ _TABLE: list[tuple[tuple[str, ...], LazyPattern, Resolver]] = [
     (("年",), zh.YEAR_REL, resolvers.relative_year),
     (("年",), zh.YMD, resolvers.absolute),
     (("月",), zh.MD, resolvers.absolute),
+    (("号",), zh.DAY_ALONE, resolvers.day_of_month),
     (("月",), zh.MONTH_ALONE, resolvers.month_alone),
     (("19", "20", "21"), zh.ISO_DATE, resolvers.absolute),
     (_MONTHS, en.DATE, resolvers.absolute),

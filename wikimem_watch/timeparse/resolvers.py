@@ -189,6 +189,18 @@ def bare_weekday(m: re.Match[str], today: date) -> Days | None:
     return one_day(day, m["tod"])
 
 
+def day_of_month(m: re.Match[str], today: date) -> Days | None:
+    """10号 with no month: the most recent such day not in the future, in this month or the
+    last (31号 in a month after a 30-day one is none: no such day of the last month)."""
+    day = num(m["d"])
+    if not 1 <= day <= 31:
+        return None
+    if day <= today.day:
+        return one_day(today.replace(day=day), m["tod"])
+    last_month, _, _, _ = month_from(today, -1)
+    return one_day(last_month.replace(day=day), m["tod"])  # ValueError: no such day
+
+
 def absolute(m: re.Match[str], today: date) -> Days | None:
     """2023-05-08, 2023年5月3日, 5月3日, May 3 (2023), 3 May, August 2023, 2021年, in 2021."""
     g = m.groupdict()

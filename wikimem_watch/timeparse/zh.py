@@ -126,6 +126,23 @@ YMD = LazyPattern(
     rf"(?<![0-9]){YEAR}年(?:(?P<m>{DAY_ZH})月(?![0-9])"
     rf"(?:(?P<d>{DAY_ZH})[日号](?![楼线]){TOD_ZH})?|(?![前后内里来间代以之]))"
 )
+# 10号那天, 我10号去看牙医了: a day of this month or the last, said with no month. 号 also
+# numbers lines, buildings, players, shirts and batteries (10号线, 3号楼, 1号选手, 5号球衣,
+# 5号电池), so the day counts only between words that leave it a time: the start, a
+# punctuation mark or a subject (我, 他们) before it, and after it a time of day, 那天,
+# 的时候, punctuation, the end, or a verb of something done (去, 吃, 做了, 发生…). After 在
+# or 于 only 那天, 的时候 or a time of day will do: "我们在3号" may be a place. Anything
+# else opens no window.
+_DAY_NO = r"(?P<d>[0-9]{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])"
+_TOD_ZH_WORDS = alt([w for w in TOD if not w.isascii()])
+_AT_DAY = rf"{plain(_DAY_NO)}号(?:[这那当]一?天|的时候|的?(?:{_TOD_ZH_WORDS}))"
+DAY_ALONE = LazyPattern(
+    rf"(?:^|(?<=[\s，,。.！!？?；;、：:我你他她们])|(?<=[在于])(?={_AT_DAY})){_DAY_NO}号"
+    rf"(?:的?(?P<tod>{_TOD_ZH_WORDS})"
+    r"|(?=$|[\s，,。.！!？?；;、…]|[这那当]一?天|的时候|那会|的日记|左右"
+    r"|我|你|他|她|去|回来|回家|回去|来了|到了|吃|喝|做了|干了|做什么|干什么|干嘛|见了|买了"
+    r"|发生))"
+)
 MD = LazyPattern(rf"(?<![0-9年{CN}])(?P<atom>{plain(ZH_MD)}){TOD_ZH}")
 ISO_DATE = LazyPattern(rf"(?P<atom>{plain(ISO)})")
 
