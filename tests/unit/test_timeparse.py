@@ -102,6 +102,11 @@ POSITIVE = [
     _case("zh-week-of-last-year-s-month", "去年7月第二周", "2025-07-08", "2025-07-14"),
     _case("zh-week-of-dated-month", "2023年5月第1周", "2023-05-01", "2023-05-07"),
     _case("zh-week-of-a-future-month", "11月第二周", "2025-11-08", "2025-11-14"),
+    _case("en-since-a-week-of", "since the second week of July", "2026-07-08", "2026-07-24"),
+    _case("zh-since-a-week-of", "7月第二周以来", "2026-07-08", "2026-07-24"),
+    _case("zh-from-a-week-of-to-now", "从7月第二周到现在", "2026-07-08", "2026-07-24"),
+    _case("zh-range-to-a-week-of", "从6月到7月第二周", "2026-06-01", "2026-07-14"),
+    _case("zh-range-from-a-week-of", "从5月第一周到6月", "2026-05-01", "2026-06-30"),
     _case("zh-that-week", "7月20号那一周吃了什么", "2026-07-20", "2026-07-26"),
     _case("zh-that-week-xingqi", "7月20日的那个星期", "2026-07-20", "2026-07-26"),
     _case("zh-that-weeks-wednesday-is-the-day", "7月20日那周三", "2026-07-20"),
@@ -578,6 +583,8 @@ NEGATIVE = [
     "the fifth week of February",
     "the sixth week of May",
     "7月第五周",
+    "7月第二周之前",
+    "大概7月第二周",  # a week give or take how much?
     "the first week of school",
     "the last week of the trip",
     # months: a bare name, a person, a verb; an ambiguous "last March" (in July)

@@ -142,13 +142,8 @@ def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
 
 
 def _period(text: str, b: int, e: int) -> tuple[str, int, int]:
-    """A week of a month ("the second week of July", 7月第二周: "week 2", "week -1" for the
-    last), a day's week ("the week of July 20", 7月20日那周: "week"), today's date in a period
+    """A day's week ("the week of July 20", 7月20日那周: "week"), today's date in a period
     ("去年的今天", "this day last year": "same day"), or the expression as it is ("plain")."""
-    if nth := en.NTH_WEEK_BEFORE.search(text, max(0, b - 24), b):
-        return f"week {ordinal(nth['nth'])}", nth.start(), e
-    if nth := en.NTH_WEEK_AFTER.match(text, e) or zh.NTH_WEEK_AFTER.match(text, e):
-        return f"week {ordinal(nth['nth'] or '最后')}", b, nth.end()  # 最后一周: no number
     if week_of := en.WEEK_OF_BEFORE.search(text, max(0, b - 14), b):
         return "week", week_of.start(), e
     if week_after := zh.WEEK_AFTER.match(text, e):
@@ -169,15 +164,30 @@ def _phrase(text: str, b: int, e: int, one_day: bool) -> tuple[int, int]:
     return b, e
 
 
+def _week_of_month(text: str, b: int, e: int) -> tuple[int | None, tuple[int, int]]:
+    """(n, span) when words around text[b:e] count a week of it ("the second week of July",
+    "July's last week", 7月第二周, 5月最后一周: n = 2, -1), else (None, (b, e)). The wider span
+    is what context words ("since", 以来, 大概) stand beside."""
+    if nth := en.NTH_WEEK_BEFORE.search(text, max(0, b - 24), b):
+        return ordinal(nth["nth"]), (nth.start(), e)
+    if nth := en.NTH_WEEK_AFTER.match(text, e) or zh.NTH_WEEK_AFTER.match(text, e):
+        return ordinal(nth["nth"] or "最后"), (b, nth.end())  # 最后一周: no number
+    return None, (b, e)
+
+
 def _rank(m: re.Match[str]) -> tuple[int, int]:
     return m.start(), -m.end()
 
 
-def _resolve(found: re.Match[str], resolve: Resolver, today: date) -> Days | None:
+def _resolve(
+    found: re.Match[str], resolve: Resolver, today: date, week: int | None = None
+) -> Days | None:
+    """What ``found`` means, or None; ``week``: that week of it (``_week_of_month``)."""
     try:
-        return resolve(found, today)
+        days = resolve(found, today)
     except (ValueError, OverflowError):  # Feb 30, month 13, a year out of range
         return None
+    return days if days is None or week is None else week_of_month(days[0], days[1], week)
 
 
 def _match_at(text: str, pos: int, rules: Rules) -> tuple[re.Match[str], Resolver] | None:
@@ -244,25 +254,26 @@ _RANGE_START = re.compile(r"(?:(?<![a-z])(?:from|between)\s+|从|自)$", re.I)
 
 
 def _span_to(
-    text: str, found: re.Match[str], days: Days, today: date, rules: Rules
+    text: str, end: int, days: Days, today: date, rules: Rules
 ) -> tuple[int, Days | None] | None:
-    """(end, window) when ``found`` (read as ``days``) is the first end of a range, else None.
-    The window runs from the first end's start to the second end's end; a second end that
-    comes before the first ("从3月到1月", "from yesterday to July 5") makes the range
-    backwards: (end, None), no window, and not the first end alone."""
-    joiner = _TO.match(text, found.end())
+    """(end, window) when the expression that ends at ``end`` (read as ``days``) is the first
+    end of a range, else None. The window runs from the first end's start to the second end's
+    end; a second end that comes before the first ("从3月到1月", "from yesterday to July 5")
+    makes the range backwards: (end, None), no window, and not the first end alone."""
+    joiner = _TO.match(text, end)
     hit = _match_at(text, joiner.end(), rules) if joiner else None
     if hit is None:
         return None
     second, resolve2 = hit
-    if _context(text, *second.span())[0] != "plain":
+    week, (_, end2) = _week_of_month(text, *second.span())  # "从6月到7月第二周"
+    if _context(text, second.start(), end2)[0] != "plain":
         return None
-    other = _resolve(second, resolve2, today)
+    other = _resolve(second, resolve2, today, week)
     if other is None:
         return None
     if other[1] < days[0]:
-        return second.end(), None
-    return second.end(), (days[0], other[1], None, None)
+        return end2, None
+    return end2, (days[0], other[1], None, None)
 
 
 # 《十月围城》, 《星期天的约会》, 《明天会更好》: the title of a work, whatever time words it holds.
@@ -295,19 +306,20 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
         if best is None:
             return None
         found, resolve = best
-        mode, b, e = _context(text, *found.span())
+        week, span = _week_of_month(text, *found.span())
+        mode, b, e = _context(text, *span)
         if titles and _in_title(titles, *found.span()):
             mode = "open"  # a title: no window, and nothing inside it matches afterwards
         if mode == "around" and resolve is resolvers.ago:
             mode = "open"  # "about 10 days ago", 三天前左右: the slack grows with the count
-        days = None if mode == "open" else _resolve(found, resolve, today)
+        days = None if mode == "open" else _resolve(found, resolve, today, week)
         if days is not None and mode == "same day" and days[0] == days[1]:
-            mode, (b, e) = "plain", found.span()  # "yesterday, today": two days, joined below
+            mode, (b, e) = "plain", span  # "yesterday, today": two days, joined below
         if days is not None and mode != "plain":
             days = _reshaped(mode, days, today)
         if days is not None and mode == "plain":
-            joined = _span_to(text, found, days, today, rules)
-            if joined is None and days[0] == days[1]:
+            joined = _span_to(text, e, days, today, rules)
+            if joined is None and days[0] == days[1] and week is None:
                 joined = _join(text, found, resolve, days[0], today, rules)
             if joined is not None:
                 (e, days), start = joined, _RANGE_START.search(text, max(0, b - 10), b)
@@ -328,8 +340,6 @@ def _reshaped(mode: str, days: Days, today: date) -> Days | None:
         return (first, today, None, None) if first <= today else None
     if mode == "around":
         return _around(first, last, today)
-    if mode.startswith("week "):  # "the second week of July": that week of the month
-        return week_of_month(first, last, int(mode.split()[1]))
     if mode == "week":
         monday = first - timedelta(days=first.weekday())
         one_day = first == last and monday <= date.max - timedelta(days=6)
