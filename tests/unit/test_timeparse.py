@@ -1053,7 +1053,8 @@ def test_every_ordinal_week_of_a_month_is_seven_of_its_days_not_the_whole_month(
     n: int, en_word: str, zh_word: str
 ) -> None:
     first = date(2026, 6, 7 * n - 6)  # June: wholly past on the Friday reference
-    for text in (f"the {en_word} week of June", f"June's {en_word} week", f"6月第{zh_word}周"):
+    texts = (f"in the {en_word} week of June", f"June's {en_word} week", f"6月第{zh_word}周")
+    for text in texts:
         found = parse_time_range(text, now=FRI)
         assert found is not None, text
         assert (found.start, found.end) == (first, first + timedelta(days=6)), text

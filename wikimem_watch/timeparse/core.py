@@ -168,7 +168,7 @@ def _week_of_month(text: str, b: int, e: int) -> tuple[int | None, tuple[int, in
     """(n, span) when words around text[b:e] count a week of it ("the second week of July",
     "July's last week", 7月第二周, 5月最后一周: n = 2, -1), else (None, (b, e)). The wider span
     is what context words ("since", 以来, 大概) stand beside."""
-    if nth := en.NTH_WEEK_BEFORE.search(text, max(0, b - 24), b):
+    if nth := en.NTH_WEEK_BEFORE.search(text, max(0, b - 32), b):
         return ordinal(nth["nth"]), (nth.start(), e)
     if nth := en.NTH_WEEK_AFTER.match(text, e) or zh.NTH_WEEK_AFTER.match(text, e):
         return ordinal(nth["nth"] or "最后"), (b, nth.end())  # 最后一周: no number

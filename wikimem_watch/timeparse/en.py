@@ -80,7 +80,9 @@ WEEK_OF_BEFORE = LazyPattern(r"(?:(?<![a-z])the\s+|^\s*)week\s+of\s+$", re.I)  #
 # "the second week of July", "the last week of last month", "July's first week": that week
 # of the month (``periods.week_of_month``).
 NTH_WEEK_BEFORE = LazyPattern(
-    rf"(?:(?<![a-z])the\s+)?(?<![a-z0-9])(?P<nth>{_NTH})\s+week\s+(?:(?:of|in)\s+)?$", re.I
+    rf"(?:(?<![a-z])(?:in|during)\s+)?(?:(?<![a-z])the\s+)?(?<![a-z0-9])(?P<nth>{_NTH})\s+week"
+    r"\s+(?:(?:of|in)\s+)?$",
+    re.I,
 )
 NTH_WEEK_AFTER = LazyPattern(rf"(?:'s|’s)\s+(?P<nth>{_NTH})\s+week(?![a-z])", re.I)
 # "this day last year", "on this day a month ago", "a year ago today": that period's day
