@@ -22,6 +22,8 @@ def bounded(pattern: str) -> LazyPattern:
     return LazyPattern(rf"(?<![a-z0-9])(?:{pattern})(?![a-z0-9])", re.I)
 
 
+_MONTH_NAME = r"january|february|march|april|may|june|july|august|september|october|november"
+_MONTH_NAME += r"|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec"
 # "the first week", "2nd week": a week counted within a month.
 _NTH_NOT_LAST = r"first|second|third|fourth|fifth|sixth|[0-9]{1,2}(?:st|nd|rd|th)"
 _NTH = rf"{_NTH_NOT_LAST}|last|final"
@@ -33,9 +35,11 @@ BLOCK = bounded(
     r"(?:days|weeks|weekends?|months|years|day)"
     r"|the\s+previous\s+(?:week|month|year)"
     r"|(?:last|first|final)\s+(?:day|weekend|month)s?\s+of"
-    # "the second week of July": the month's context reads the week (``NTH_WEEK_BEFORE``);
-    # blocked here so "last week" is not the previous Monday–Sunday week.
-    rf"|(?:{_NTH_NOT_LAST})\s+weeks?|last\s+weeks?(?=\s+of(?![a-z]))"
+    # "the second week of July", "the last week in June": the month's context reads the week
+    # (``NTH_WEEK_BEFORE``); blocked here so "last week" is neither the previous Monday–Sunday
+    # week nor the past seven days.
+    rf"|(?:{_NTH_NOT_LAST})\s+weeks?"
+    rf"|(?:the\s+)?last\s+weeks?(?=\s+of(?![a-z])|\s+in\s+(?:{_MONTH_NAME})(?![a-z]))"
     rf"|(?:next|every|each|(?:this\s+)?coming)\s+(?:{WD})s?"
     rf"|(?:{WD})\s*(?:-|–|to|through|thru|till|until)\s*(?:{WD})|sunday\s+school"
     rf"|{_HOLIDAY}\s+(?:{WD})|(?-i:Super\s+Tuesday)"  # primaries, capitalised
@@ -121,8 +125,6 @@ WEEKDAY_OF_WEEK = bounded(
 )
 # A month with no day or year needs a word that makes it a time: "in October", "during
 # October", "of October", "early October", "since October"; "last October", "this October".
-_MONTH_NAME = r"january|february|march|april|may|june|july|august|september|october|november"
-_MONTH_NAME += r"|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec"
 _NO_DATE_AFTER = r"\.?(?!\.?,?\s*(?:of\s+)?[0-9])(?!'s|’s)"
 MONTH_IN = bounded(
     r"(?:(?:in|during|of|throughout)\s+(?:(?:early|late|mid)(?:-|\s+))?"
