@@ -345,6 +345,34 @@ def test_interrupted_rebuild_resumes_and_keeps_written_segments(tmp_path: Path) 
     assert open_cache(tmp_path, again).stats()["hashes"] == 40
 
 
+def test_a_queued_rebuild_counts_in_pending_what_it_will_embed(tmp_path: Path) -> None:
+    """`embed --rebuild` answered with what the working cache lacked until its thread started:
+    0 pending for a full cache (or a mismatched one) while the whole vault was to be embedded,
+    and for a resumed rebuild not what its staging cache still lacked."""
+    entries = vault(40)
+    emb = CountingEmbedder()
+    VectorSync(emb, open_cache(tmp_path, emb)).sync(entries)
+    sync = VectorSync(emb, open_cache(tmp_path, emb))
+    with sync._run_lock:  # the background thread has not started the rebuild yet
+        sync.start_background(entries, rebuild=True)
+        assert sync.pending == 40
+    assert sync.wait_idle(5) and sync.pending == 0
+    sync.stop()
+    flaky = CountingEmbedder(fail_after=2)
+    with pytest.raises(EmbedError):  # 20 of 40 staged, then the endpoint goes down
+        VectorSync(flaky, open_cache(tmp_path, flaky), batch_size=10, flush_rows=1).sync(
+            entries, rebuild=True
+        )
+    again = CountingEmbedder()
+    resumed = VectorSync(again, open_cache(tmp_path, again))
+    with resumed._run_lock:
+        resumed.start_background(entries, rebuild=True)
+        assert resumed.pending == 20
+    assert resumed.wait_idle(5) and resumed.pending == 0
+    assert sum(len(c) for c in again.calls) == 20
+    resumed.stop()
+
+
 def test_a_failed_rebuild_keeps_the_working_cache_serving(tmp_path: Path) -> None:
     entries = vault(40)
     emb = CountingEmbedder()

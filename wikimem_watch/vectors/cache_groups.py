@@ -17,7 +17,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,11 +45,30 @@ if TYPE_CHECKING:
 
     FloatMatrix = npt.NDArray[np.float32]
 
-__all__ = ["MAX_DROPPED", "CacheGroups"]
+__all__ = ["MAX_DROPPED", "CacheGroups", "hashes_on_disk"]
 
 log = logging.getLogger(__name__)
 
 MAX_DROPPED = 32  # reasons kept for ``status``
+
+
+def hashes_on_disk(cache_dir: Path, fingerprint: Mapping[str, object]) -> set[str]:
+    """The hashes that the groups in ``cache_dir`` made with ``fingerprint`` name, read from
+    their keys files alone (the matrices are neither read nor checked): what a cache there
+    would hold, counted without loading it (``VectorSync`` counts a queued rebuild's work)."""
+    try:
+        names = sorted(p for p in cache_dir.iterdir() if SEG_KEYS.fullmatch(p.name))
+    except OSError:
+        return set()
+    found: set[str] = set()
+    for path in names:
+        try:
+            header, spans, _ = read_keys(path, MANIFEST_NPY)
+        except ValueError:
+            continue
+        if all(header.get(k) == v for k, v in fingerprint.items()):
+            found.update(h for h, _, _ in spans)
+    return found
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from wikimem_watch.vectors.cache import VectorCache
+from wikimem_watch.vectors.cache_groups import hashes_on_disk
 from wikimem_watch.vectors.chunks import chunk_text
 from wikimem_watch.vectors.embedders import Embedder, EmbedError
 from wikimem_watch.vectors.peers import ACTIVE_S, Peers
@@ -252,6 +253,14 @@ class VectorSync:
         self._recovered()
         return done
 
+    def _rebuild_todo(self, entries: Mapping[str, str]) -> int:
+        """How many texts a rebuild queued now will embed: every entry, less those an
+        interrupted rebuild left in ``<cache>/rebuild/`` (it resumes). Counted before the
+        thread starts, so the `embed --rebuild` reply says it: it said what the working
+        cache lacked (0 for a full or a mismatched cache) until the thread started."""
+        held = hashes_on_disk(self.cache.cache_dir / REBUILD_DIR, self.cache.fingerprint)
+        return sum(1 for h in entries if h not in held)
+
     def _fill(self, target: VectorCache, todo: list[str], entries: Mapping[str, str]) -> int:
         """Embed ``todo`` into ``target`` in batches, flushing segments as it goes."""
         todo = [h for h in todo if h not in self._failed]
@@ -369,7 +378,9 @@ class VectorSync:
                 removed += queued.removed
                 rebuild = rebuild or queued.rebuild
             self._target = _Job(entries, rebuild, keys, removed)
-            if self.cache.state != "mismatch" and not self.cache.loading:  # a load holds its lock
+            if rebuild:  # what the working cache lacks is not what a rebuild embeds
+                self.pending = self._rebuild_todo(entries)
+            elif self.cache.state != "mismatch" and not self.cache.loading:  # a load holds its lock
                 if fresh is None:
                     self.pending = len(self.cache.missing(entries))
                 else:  # what the running sync leaves, and these
