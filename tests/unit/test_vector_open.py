@@ -12,8 +12,10 @@ import numpy.typing as npt
 import pytest
 
 from tests.unit.test_vectors import CountingEmbedder, vault
+from wikimem_watch.vectors import service as service_module
 from wikimem_watch.vectors.cache import VectorCache
 from wikimem_watch.vectors.embedders import EmbedError
+from wikimem_watch.vectors.hash_embedder import HashEmbedder
 from wikimem_watch.vectors.service import VectorService
 
 
@@ -170,4 +172,31 @@ def test_a_failed_query_embedding_is_not_retried_by_every_query(tmp_path: Path) 
         assert service.cosines(text, list(entries), 5) is None  # BM25 alone
     assert emb.query_calls == 1, "a hanging endpoint would hold every query for its timeout"
     assert "query embedding failed" in str(service.status()["last_error"])
+    service.close()
+
+
+def test_a_query_embedding_error_leaves_status_once_a_query_ranks_with_its_vector_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error stayed in ``status`` while later queries were answered from remembered
+    query vectors; a query that lacks its vector because of the failure still shows it."""
+    emb = FailingQueries()
+    service = VectorService(emb, tmp_path)
+    service.open()
+    entries = vault(4)
+    service.sync.sync(entries)
+    remembered = HashEmbedder(dim=64, max_chars=200).embed_query("cat number 1")
+    service._queries["cat number 1"] = remembered  # asked before the endpoint went down
+    service.warm("cat number 2")
+    assert service.cosines("cat number 2", list(entries), 5) is None
+    assert "query embedding failed" in str(service.status()["last_error"])
+    service.warm("cat number 1")
+    assert service.cosines("cat number 1", list(entries), 5)  # ranked with its vector
+    assert service.status()["last_error"] is None
+    assert service.cosines("cat number 3", list(entries), 5) is None  # within the retry wait
+    assert "query embedding failed" in str(service.status()["last_error"])
+    monkeypatch.setattr(FailingQueries, "embed_query", HashEmbedder.embed_query)
+    monkeypatch.setattr(service_module, "QUERY_RETRY_S", 0.0)  # the endpoint is back
+    assert service.cosines("cat number 3", list(entries), 5)
+    assert service.status()["last_error"] is None
     service.close()

@@ -69,6 +69,8 @@ class VectorService:
         self._queries_lock = threading.Lock()
         self._warned: set[str] = set()
         self._query_failed_at: float | None = None  # time.monotonic() of the last failure
+        self._query_failure: str | None = None  # ... and what it said
+        # What the latest query lacked its vector for, if it did: ``status`` shows it.
         self.query_error: str | None = None
         self.busy_skips = 0  # queries answered without vectors: the cache was busy writing
 
@@ -112,22 +114,29 @@ class VectorService:
             self._query_vector(text)
 
     def _query_vector(self, text: str) -> FloatMatrix | None:
+        # ``query_error`` says how the latest query fared: a query ranked with its vector (one
+        # remembered, or embedded again) takes the error out of ``status``, where it stayed
+        # for as long as later queries were answered from remembered vectors; one that lacks
+        # its vector because of the failure puts it back.
         query = self._queries.get(text)
         if query is not None:
+            self.query_error = None
             return query
         import numpy as np
 
         failed_at = self._query_failed_at
         if failed_at is not None and time.monotonic() - failed_at < QUERY_RETRY_S:
+            self.query_error = self._query_failure
             return None  # the embedder failed moments ago: do not wait for it again
         try:
             query = self.embedder.embed_query(text)
         except EmbedError as exc:
             self._query_failed_at = time.monotonic()
-            self.query_error = f"query embedding failed, BM25 only: {exc.message}"
+            self._query_failure = f"query embedding failed, BM25 only: {exc.message}"
+            self.query_error = self._query_failure
             self._warn_once(type(exc).__name__, self.query_error)
             return None
-        self._query_failed_at = self.query_error = None
+        self._query_failed_at = self._query_failure = self.query_error = None
         if not np.isfinite(query).all() or not query.any():
             self._warn_once("nonfinite", "the query vector is NaN, infinite or zero: BM25 only")
             return None
