@@ -141,3 +141,32 @@ def test_blank_lines_fold_the_same_before_or_after_the_strip(raw: str) -> None:
 
     stripped = raw.strip()
     assert _BLANK_LINES.sub("\n\n", raw).strip() == _BLANK_LINES.sub("\n\n", stripped)
+
+
+# Lines around code blocks; none opens an HTML block (where markdown-it reads no fence).
+CODE_LINES = [
+    "```", "~~~", "````", "```py", "~~~~", "#tag1", "[[L]]", "`#x`", "text #t2", "", "  ```",
+    "   ~~~", " #a", "- item", "- #b", "1. [[M]]", "    #d", "\t#e", "  #f", "```` x", "~~~ `y`",
+    "``#z``", "#h3 ```", "---", "> q #c", "> ```", "- ```", "      #g", "### h", "***", "--",
+    "===", "\t- sub #s", "    - sub [[S]]",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(CODE_LINES), max_size=12).map("\n".join))
+def test_the_fence_scan_blanks_the_code_markdown_it_reads(text: str) -> None:
+    """Text with no quote, list-item fence or indented line takes the fence scan; it reads the
+    same tags and links as markdown-it's reading of the code blocks (any other text's)."""
+    from wikimem_watch.core.inline import (
+        _CONTAINED,
+        _LINK,
+        _inline_tags,
+        _outside_code_blocks,
+        _without_code,
+    )
+
+    if _CONTAINED.search(text):
+        return
+    fast, slow = _without_code(text), _outside_code_blocks(text)
+    assert _inline_tags(fast) == _inline_tags(slow)
+    assert _LINK.findall(fast) == _LINK.findall(slow)

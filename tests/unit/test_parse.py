@@ -331,3 +331,34 @@ def test_a_line_opening_with_triple_backtick_inline_code_does_not_hide_the_rest(
     (entry,) = parse_note("wiki/x.md", body).entries
     assert entry.tags == ("todo",)
     assert [link.target for link in entry.links] == ["Ann"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "> ```\n> #no1 [[No]]\n> ```\n> #yes",
+        "> quoted\n>\n>     #no2 [[No]]\n",
+        "- ```\n  #no3 [[No]]\n  ```\n- #yes",
+        "- item\n\n      #no4 [[No]]\n",
+        "1. > ```\n   > #no5 [[No]]\n",
+        "- item\n    - nested\n      ```\n      #no6 [[No]]\n      ```\n",
+        "text\n\n    #no7 [[No]] in indented code\n\n#yes",
+        "> ```\n> #no8 left open to the end of the quote\n\n#yes [[Yes]]",
+    ],
+)
+def test_tags_and_links_in_code_in_a_quote_or_a_list_item_are_not_read(body: str) -> None:
+    """A fence or indented code inside a blockquote or a list item is code, as markdown-it
+    reads it and as a top-level fence is: its #tags and [[links]] were counted."""
+    (entry,) = parse_note("wiki/x.md", "## s\n" + body).entries
+    assert set(entry.tags) <= {"yes"} and {link.target for link in entry.links} <= {"Yes"}
+
+
+def test_tags_and_links_in_quotes_and_nested_list_items_are_still_read() -> None:
+    """... and after a list item's fence left open, which ends with its item."""
+    body = (
+        "## s\n> #quoted [[A]]\n- #todo [[B]]\n\t- #sub [[C]]\n\npara\n    #lazy [[D]]\n\n"
+        "- item\n  ```\n  #no\n#after [[E]]\n"
+    )
+    (entry,) = parse_note("wiki/x.md", body).entries
+    assert entry.tags == ("quoted", "todo", "sub", "lazy", "after")
+    assert [link.target for link in entry.links] == ["A", "B", "C", "D", "E"]

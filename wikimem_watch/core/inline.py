@@ -27,6 +27,19 @@ _TAG_REST = re.compile(r"[\w/-]*")  # what a tag goes on with after a combining 
 # line holds no other backtick (CommonMark): "```npm i``` runs it" is inline code in prose,
 # not a fence left open to the end of the section.
 _FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`\n]*$)|~{3,})", re.M)
+# Where that scan cannot place a code block: a quoted line, a list item that opens with a fence
+# or a quote ("- ```", "1. > x"), an indented fence (a list item's: it ends with the item), an
+# indented line that may be indented code (the first line, or one after a blank line or after
+# a line that is no paragraph it could continue: a heading, a fence, a rule, an underline,
+# HTML). Text holding one is read by markdown-it, which knows the containers: a fence in a
+# quote or a list item is code there too (its tags and links were counted), and it ends where
+# its container does. A nested list ("- a" then "\t- b") is not among them: it keeps the scan.
+_CONTAINED = re.compile(
+    r"^(?: {0,3}>|[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)+(?:>|`{3}|~{3})|[ \t]+(?:`{3}|~{3})"
+    r"|(?:[ \t]*| {0,3}(?:[#<]|`{3}|~{3})[^\n]*| {0,3}(?:(?:[-*_][ \t]*){3,}|=+[ \t]*|-+[ \t]*))"
+    r"\n(?: {4}|\t))|\A(?: {4}|\t)",
+    re.M,
+)
 _INLINE_CODE = re.compile(r"``(?:[^`\n]|`(?!`))*``|`[^`\n]*`")
 # A Markdown link to a note, "[text](people/Ann.md#Work)" (Obsidian writes these when wikilinks
 # are off): a relative path ending in .md, percent-encoded or in <angle brackets>.
@@ -83,10 +96,11 @@ def read_inline(
     indexed = visible
     # Links and tags are read from prose only: `[[x]]` in code is an example, not a link.
     prose = visible
-    if ("[[" in visible or "#" in visible or "](" in visible) and (
-        "`" in visible or "~~~" in visible
-    ):
-        prose = _without_code(visible)
+    if "[[" in visible or "#" in visible or "](" in visible:
+        if _CONTAINED.search(visible):
+            prose = _outside_code_blocks(visible)
+        elif "`" in visible or "~~~" in visible:
+            prose = _without_code(visible)
     if "[[" in prose:
         links = tuple(
             _own_note(path, link)
@@ -139,6 +153,18 @@ def _without_code(text: str) -> str:
         out.append(" ")
     out.append(_INLINE_CODE.sub(" ", text[pos:]))
     return "".join(out)
+
+
+def _outside_code_blocks(text: str) -> str:
+    """:func:`_without_code` for text whose code blocks may sit in a quote or a list item, or
+    be indented: the lines of each block as markdown-it reads them are blanked."""
+    from .headings import markdown_parser  # imported when first needed: a start may need none
+
+    lines = text.split("\n")
+    for tok in markdown_parser().parse(text):
+        if tok.type in ("fence", "code_block") and tok.map is not None:
+            lines[tok.map[0] : tok.map[1]] = [""] * (tok.map[1] - tok.map[0])
+    return _INLINE_CODE.sub(" ", "\n".join(lines))
 
 
 @cache
