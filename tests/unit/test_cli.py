@@ -549,3 +549,26 @@ def test_an_empty_path_flag_is_refused_not_taken_for_the_working_directory(
         parse_args(argv)
     assert exited.value.code == 2
     assert "an empty path" in capsys.readouterr().err
+
+
+def test_with_stderr_closed_messages_go_nowhere_not_into_stdout_or_a_file(tmp_path: Path) -> None:
+    """``2>&-``: "answering in-process" was printed to stdout ahead of the JSON (``sys.stderr``
+    is None), and descriptor 2 was the first file the run opened, where log lines went."""
+    vault = tmp_path / "v"
+    (vault / "diary").mkdir(parents=True)
+    (vault / "diary" / "2026-01-01.md").write_text("## 10:00\nhello\n", encoding="utf-8")
+    closed = ["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable]
+    out = subprocess.run(
+        [*closed, "-m", "wikimem_watch", "query", "--vault", str(vault), "--json", "hello"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0
+    assert json.loads(out.stdout)["hits"][0]["id"] == "diary/2026-01-01.md#10:00"
+    probe = (
+        "import os, sys; from wikimem_watch.shells.cli import main; main(['parse-time', 'today']);"
+        "print(os.path.samestat(os.fstat(2), os.stat(os.devnull)), sys.stderr is not None)"
+    )
+    out = subprocess.run([*closed, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines()[-1] == "True True"

@@ -401,7 +401,28 @@ def handler_of(args: argparse.Namespace) -> Handler:
     return found
 
 
+def open_standard_fds() -> None:
+    """Put ``/dev/null`` on a standard descriptor that is closed (``2>&-``), before anything
+    opens a file. The first file opened took its number, and what goes to descriptor 2 (a
+    log line, the scan helper's errors) went into whichever file held it then; and with
+    ``sys.stderr`` None, a message printed to stderr went to stdout, ahead of a ``--json``
+    answer or into MCP's JSON-RPC stream. A closed stderr now drops what is said on it."""
+    import os
+
+    for fd in (0, 1, 2):  # in order: each open below takes the lowest free number
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    open_standard_fds()
     args = parse_args(sys.argv[1:] if argv is None else list(argv))
     output.LOG_LEVEL = LOG_LEVELS[str(args.log_level).upper()]  # set up by paths that log
     try:
