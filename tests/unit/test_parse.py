@@ -344,6 +344,7 @@ def test_a_line_opening_with_triple_backtick_inline_code_does_not_hide_the_rest(
         "- item\n    - nested\n      ```\n      #no6 [[No]]\n      ```\n",
         "text\n\n    #no7 [[No]] in indented code\n\n#yes",
         "> ```\n> #no8 left open to the end of the quote\n\n#yes [[Yes]]",
+        "\n    #no9 [[No]] opens the section (its indent is stripped from the text)\n\n#yes",
     ],
 )
 def test_tags_and_links_in_code_in_a_quote_or_a_list_item_are_not_read(body: str) -> None:

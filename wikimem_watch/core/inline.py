@@ -88,17 +88,20 @@ def _link_text(m: re.Match[str]) -> str:
 
 
 def read_inline(
-    path: str, visible: str, note_tags: tuple[str, ...]
+    path: str, visible: str, note_tags: tuple[str, ...], indent: str = ""
 ) -> tuple[str, tuple[Link, ...], tuple[str, ...]]:
-    """(indexed text, links, tags) of a section's ``visible`` text; ``note_tags`` first."""
+    """(indexed text, links, tags) of a section's ``visible`` text; ``note_tags`` first.
+    ``indent``: the spaces or tabs its first line was indented by (``visible`` is stripped),
+    so a section that opens with indented code reads it as code."""
     # Each pattern below needs a character the text may well not hold: test for it first.
     links: tuple[Link, ...] = ()
     indexed = visible
     # Links and tags are read from prose only: `[[x]]` in code is an example, not a link.
     prose = visible
     if "[[" in visible or "#" in visible or "](" in visible:
-        if _CONTAINED.search(visible):
-            prose = _outside_code_blocks(visible)
+        written = indent + visible if indent else visible
+        if _CONTAINED.search(written):
+            prose = _outside_code_blocks(written)
         elif "`" in visible or "~~~" in visible:
             prose = _without_code(visible)
     if "[[" in prose:

@@ -28,6 +28,7 @@ _META_OPEN = re.compile(r"<!--\s*wikimem:")
 _META_KEY = re.compile(r"[\w.-]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 _UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
+_INDENT = re.compile(r"(?:[ \t]*\n)*([ \t]+)(?=\S)")  # the first line not blank: its indent
 _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 _DATE_STEM = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -241,7 +242,10 @@ def _entry(
     head_links, head_tags = heading_inline(path, heading) if heading else ((), ())
     if head_tags:
         note_tags = tuple(dict.fromkeys(note_tags + head_tags))
-    indexed, links, tags = read_inline(path, visible, note_tags)
+    # The first line's indentation, which the strip took: indented code is code there too.
+    indent = _INDENT.match(raw) if raw[:1] in (" ", "\t", "\n") else None
+    lead = indent.group(1) if indent else ""
+    indexed, links, tags = read_inline(path, visible, note_tags, lead)
     links = head_links + links
     ts = meta.get("ts")
     if ts is not None and not valid_iso(ts):
