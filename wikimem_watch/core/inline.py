@@ -34,12 +34,15 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`\n]*$)|~{3,})", re.M)
 # HTML). Text holding one is read by markdown-it, which knows the containers: a fence in a
 # quote or a list item is code there too (its tags and links were counted), and it ends where
 # its container does. A nested list ("- a" then "\t- b") is not among them: it keeps the scan.
-_CONTAINED = re.compile(
-    r"^(?: {0,3}>|[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)+(?:>|`{3}|~{3})|[ \t]+(?:`{3}|~{3})"
+# Matched at the start and searched after each "\n" (as ``headings`` does): "^" with re.M is
+# tried at every character, a literal "\n" skips from line to line.
+_CONTAINED_LINE = (
+    r"(?: {0,3}>|[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)+(?:>|`{3}|~{3})|[ \t]+(?:`{3}|~{3})"
     r"|(?:[ \t]*| {0,3}(?:[#<]|`{3}|~{3})[^\n]*| {0,3}(?:(?:[-*_][ \t]*){3,}|=+[ \t]*|-+[ \t]*))"
-    r"\n(?: {4}|\t))|\A(?: {4}|\t)",
-    re.M,
+    r"\n(?: {4}|\t))"
 )
+_CONTAINED_FIRST = re.compile(_CONTAINED_LINE + r"| {4}|\t")  # indented first: code there too
+_CONTAINED_NEXT = re.compile("\n" + _CONTAINED_LINE)
 _INLINE_CODE = re.compile(r"``(?:[^`\n]|`(?!`))*``|`[^`\n]*`")
 # A Markdown link to a note, "[text](people/Ann.md#Work)" (Obsidian writes these when wikilinks
 # are off): a relative path ending in .md, percent-encoded or in <angle brackets>.
@@ -100,7 +103,7 @@ def read_inline(
     prose = visible
     if "[[" in visible or "#" in visible or "](" in visible:
         written = indent + visible if indent else visible
-        if _CONTAINED.search(written):
+        if _contained(written):
             prose = _outside_code_blocks(written)
         elif "`" in visible or "~~~" in visible:
             prose = _without_code(visible)
@@ -156,6 +159,11 @@ def _without_code(text: str) -> str:
         out.append(" ")
     out.append(_INLINE_CODE.sub(" ", text[pos:]))
     return "".join(out)
+
+
+def _contained(text: str) -> bool:
+    """Whether ``text`` may hold code the fence scan cannot place (``_CONTAINED_LINE``)."""
+    return _CONTAINED_FIRST.match(text) is not None or _CONTAINED_NEXT.search(text) is not None
 
 
 def _outside_code_blocks(text: str) -> str:
