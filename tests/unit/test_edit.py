@@ -194,3 +194,17 @@ def test_an_item_is_found_whatever_the_unicode_normal_form_of_its_heading() -> N
     new, created = edit.upsert_item(old, "José", "new", "")
     assert not created and new.text == old.replace("old", "new")
     assert edit.delete_item(old, "José") == "# p\n"
+
+
+def test_an_entry_in_a_day_written_out_of_order_lands_after_its_earlier_neighbour() -> None:
+    """A person's day of 14:00, 08:00, 20:00 stays as written; a new 09:30 goes after 08:00
+    (it went to the top, above 14:00), and a new 10:00 after a last 09:00 is one append."""
+    old = "# 2026-01-01\n\n## 14:00\n\nlunch\n\n## 08:00\n\nbreakfast\n\n## 20:00\n\ndinner\n"
+    new = edit.insert_diary_entry(old, "09:30", "coffee", "")
+    assert [h for _, h in edit.sections(new.text)] == ["14:00", "08:00", "09:30", "20:00"]
+    assert new.text.replace("## 09:30\n\ncoffee\n\n", "") == old
+    assert new.text.split("\n")[new.line - 1] == "## 09:30"
+    assert edit.insert_diary_entry(old, "07:00", "up", "").line == 3  # nothing earlier: first
+    late = "## 08:00\n\na\n\n## 20:00\n\nb\n\n## 09:00\n\nc\n"
+    added = edit.insert_diary_entry(late, "10:00", "d", "")
+    assert added.appended is not None and added.text == late + added.appended

@@ -208,21 +208,25 @@ def new_file(title: str, heading: str, body: str, meta: str) -> Edit:
 
 def insert_diary_entry(old: str, time: str, body: str, meta: str) -> Edit:
     """Add a ``## time`` entry in chronological order: before the first ``## HH:MM`` section
-    whose time is later (equal times keep their order: the new one goes after them), else
-    at the end. Sections whose heading is not a time stay where they are."""
+    whose time is later and that follows every one that is not (equal times keep their
+    order: the new one goes after them), else at the end. Sections whose heading is not a
+    time stay where they are, and so do entries a person wrote out of order: in 14:00,
+    08:00, 20:00 a new 09:30 goes after 08:00 (not at the top), and a new 10:00 in 08:00,
+    20:00, 09:00 is appended. The entry has an earlier one before it and a later one after
+    it wherever it can, as near the end (where a day grows, by one append) as that allows."""
     bom, text = _bom(old)
     nl = newline_of(text)
     block = _block(time, body, meta, nl)
     lines = split_lines(text)
-    made = None
+    at = None  # the first later entry since the last one that is not later
     for n, heading in sections(text):
         m = _TIME.match(heading)
-        if m and f"{int(m.group(1)):02d}:{m.group(2)}" > time:
-            if n > 0 and not lines[n - 1].endswith(("\n", "\r")):
-                break  # cannot happen (a heading starts a line); append instead
-            made = Edit("".join(lines[:n]) + block + nl + "".join(lines[n:]), n + 1)
-            break
-    if made is None:
+        if m:
+            later = f"{int(m.group(1)):02d}:{m.group(2)}" > time
+            at = (n if at is None else at) if later else None
+    if at is not None and (at == 0 or lines[at - 1].endswith(("\n", "\r"))):
+        made = Edit("".join(lines[:at]) + block + nl + "".join(lines[at:]), at + 1)
+    else:  # nothing later after the last earlier entry: the end of the day
         made = _append(text, block, nl)
     return _read_back(old, Edit(bom + made.text, made.line, made.appended), time, 1)
 
