@@ -208,3 +208,16 @@ def test_an_entry_in_a_day_written_out_of_order_lands_after_its_earlier_neighbou
     late = "## 08:00\n\na\n\n## 20:00\n\nb\n\n## 09:00\n\nc\n"
     added = edit.insert_diary_entry(late, "10:00", "d", "")
     assert added.appended is not None and added.text == late + added.appended
+
+
+def test_an_item_name_finds_its_heading_in_any_case_but_never_two_headings() -> None:
+    old = "## Straße\n\na\n\n## Milk\n\nb\n\n## Milk\n\nc\n"
+    assert edit.find_item(old, "STRASSE") == (0, 4)
+    assert edit.find_item(old, "milk") == (8, 11)  # repeated as written: the last, as before
+    assert edit.delete_item(old, "MILK") == "## Straße\n\na\n"
+    with pytest.raises(BadRequest, match="ambiguous"):
+        edit.upsert_item(old + "\n## MILK\n\nd\n", "milk", "e", "")
+    assert (
+        edit.item_state(old + "\n## MILK\n\nd\n", "milk")
+        == "## Milk\n\nb\n\n## Milk\n\nc\n\n## MILK\n\nd\n"
+    )

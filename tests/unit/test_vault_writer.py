@@ -13,7 +13,7 @@ import pytest
 from wikimem_watch.core import edit
 from wikimem_watch.daemon import writes
 from wikimem_watch.daemon.vault_writer import MAX_REAPPLY, VaultWriter
-from wikimem_watch.errors import NotFound
+from wikimem_watch.errors import BadRequest, NotFound
 
 PEOPLE = "# p\n\n## Ann\n\nold\n\n## Bob\n\nb\n"
 
@@ -475,3 +475,42 @@ def test_a_read_only_note_is_not_written_even_by_an_owner_who_could_rename_over_
     note.chmod(0o644)
     writer.upsert_wiki("p", "Ann", "new")
     assert "new" in note.read_text(encoding="utf-8")
+
+
+def _journal_items(tmp_path: Path) -> list[tuple[object, object]]:
+    from wikimem_watch.daemon.journal import read_journal
+
+    lines = read_journal(tmp_path, None, 50)["entries"]
+    return [(e["action"], e["item"]) for e in lines]  # type: ignore[index]
+
+
+def test_an_item_named_in_another_case_is_the_item_the_note_has(tmp_path: Path) -> None:
+    """``upsert_wiki name="milk"`` beside ``## Milk`` added a second item, the old one still
+    searchable, and ``delete_wiki name="MILK"`` found nothing: both touch ``## Milk`` now, as
+    a ``[[p:milk]]`` link reaches it, and the reply and the journal name it as written."""
+    note = wiki(tmp_path, "# p\n\n## Milk\n\n2 litres\n\n## Eggs\n\n6\n")
+    writer = VaultWriter(tmp_path)
+    reply = writer.upsert_wiki("p", "milk", "1 litre")
+    assert note.read_text(encoding="utf-8").startswith("# p\n\n## Milk\n\n1 litre\n\n<!--")
+    assert (reply["heading"], reply["id"], reply["created"]) == ("Milk", "wiki/p.md#Milk", False)
+    assert writer.delete_wiki("p", "MILK")["item"] == "Milk"
+    assert note.read_text(encoding="utf-8") == "# p\n\n## Eggs\n\n6\n"
+    assert _journal_items(tmp_path) == [("update", "Milk"), ("remove", "Milk")]
+
+
+def test_items_that_differ_in_case_only_are_never_merged_by_a_write(tmp_path: Path) -> None:
+    """Two sections a person wrote ``## Milk`` and ``## MILK`` stay two items: a name written
+    as one of them touches that one only; a name written as neither is refused, naming both."""
+    old = "# p\n\n## Milk\n\na\n\n## MILK\n\nb\n"
+    note = wiki(tmp_path, old)
+    writer = VaultWriter(tmp_path)
+    for write in (
+        lambda: writer.upsert_wiki("p", "milk", "c"),
+        lambda: writer.delete_wiki("p", "milk"),
+    ):
+        with pytest.raises(BadRequest, match=r"ambiguous.*'Milk' \(line 3\), 'MILK' \(line 7\)"):
+            write()
+        assert note.read_text(encoding="utf-8") == old
+    assert writer.upsert_wiki("p", "MILK", "c")["line"] == 7
+    assert writer.delete_wiki("p", "Milk")["item"] == "Milk"
+    assert note.read_text(encoding="utf-8").startswith("# p\n\n## MILK\n\nc\n\n<!--")

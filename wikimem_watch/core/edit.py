@@ -247,7 +247,7 @@ def _read_back(old: str, made: Edit, heading: str, added: int) -> Edit:
             "skips; nothing written"
         )
     after = sections(made.text)
-    ours = any(n == made.line - 1 and _key(h) == _key(heading) for n, h in after)
+    ours = any(n == made.line - 1 and _fold(h) == _fold(heading) for n, h in after)
     if not ours or len(after) != len(sections(old)) + added:
         raise BadRequest(
             f"the note would not read the {heading!r} section back as its own (it ends inside "
@@ -262,28 +262,69 @@ def _key(heading: str) -> str:
     return unicodedata.normalize("NFC", " ".join(heading.split()))
 
 
-def find_item(text: str, name: str) -> tuple[int, int] | None:
-    """The (start, end) 0-based line span of the last ``## name`` section (whitespace in the
-    heading collapsed, as wikimem reads it, and canonically equivalent characters equal: the
-    last of repeated names wins), or None."""
+def _fold(heading: str) -> str:
+    """A heading as an item name, case aside: an agent's "milk" is the person's ``## Milk``,
+    as a ``[[file:milk]]`` link finds it (``links.heading_key``); casefolded, so "STRASSE"
+    finds "Straße"."""
+    return unicodedata.normalize("NFC", _key(heading).casefold())
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    """Every ``##`` section of the note as (start, end, heading), 0-based lines."""
     heads = sections(text)
-    total = len(split_lines(text))
-    found = None
-    key = _key(name)
-    for i, (n, heading) in enumerate(heads):
-        if _key(heading) == key:
-            found = (n, heads[i + 1][0] if i + 1 < len(heads) else total)
+    if not heads:
+        return []
+    ends = [n for n, _ in heads[1:]] + [len(split_lines(text))]
+    return [(n, end, heading) for (n, heading), end in zip(heads, ends, strict=True)]
+
+
+def _named(text: str, name: str, *, strict: bool = True) -> list[tuple[int, int, str]]:
+    """The sections item ``name`` names: those written as it is (NFC, whitespace collapsed);
+    else those that differ from it in case only, when they all read one way. Sections that
+    read several ways (``## Milk`` and ``## MILK`` for "milk") are two items, never merged
+    by a write: BadRequest names them (``strict=False``: all of them)."""
+    want = _fold(name)
+    found = [s for s in _spans(text) if _fold(s[2]) == want]
+    exact = [s for s in found if _key(s[2]) == _key(name)]
+    if exact or not found:
+        return exact
+    spellings = list(dict.fromkeys(_key(s[2]) for s in found))
+    if len(spellings) > 1 and strict:
+        listed = ", ".join(f"{h!r} (line {n + 1})" for n, _, h in found)
+        raise BadRequest(
+            f"item {name!r} is ambiguous: the note has {listed}, which differ in case only; "
+            "name one of them as it is written"
+        )
     return found
 
 
+def find_item(text: str, name: str) -> tuple[int, int] | None:
+    """The (start, end) 0-based line span of the last section of item ``name`` (whitespace
+    in the heading collapsed, as wikimem reads it; canonically equivalent characters and,
+    when no heading is written as the name is, case alike: ``_named``; the last of repeated
+    names wins), or None."""
+    found = _named(text, name)
+    return (found[-1][0], found[-1][1]) if found else None
+
+
+def item_heading(text: str, name: str) -> str | None:
+    """The heading of item ``name`` as the note writes it (``Milk`` for "milk"), or None."""
+    found = _named(text, name)
+    return _key(found[-1][2]) if found else None
+
+
 def item_state(text: str | None, name: str) -> str | None:
-    """The section of item ``name`` as text with ``\\n`` line breaks, or None when absent."""
+    """The sections of item ``name`` as text with ``\\n`` line breaks, or None when absent
+    (several that differ in case only: all of them, one after the other)."""
     if text is None:
         return None
-    span = find_item(text, name)
-    if span is None:
+    found = _named(text, name, strict=False)
+    if not found:
         return None
-    return _BREAK.sub("\n", "".join(split_lines(text)[span[0] : span[1]]))
+    if len({_key(h) for _, _, h in found}) == 1:
+        found = found[-1:]  # repeated as written: the last one is the item
+    lines = split_lines(text)
+    return "".join(_BREAK.sub("\n", "".join(lines[a:b])) for a, b, _ in found)
 
 
 def upsert_item(old: str, name: str, body: str, meta: str) -> tuple[Edit, bool]:
@@ -322,10 +363,11 @@ def delete_item(old: str, name: str) -> str | None:
     ``upsert_item`` put there when it added the item): adding an item and deleting it gives
     the file back byte for byte, and no file is left ending in a blank line."""
     bom, text = _bom(old)
-    span = find_item(text, name)
-    if span is None:
+    written = item_heading(text, name)
+    if written is None:
         return None
     nl = newline_of(text)
+    span = find_item(text, name)
     while span is not None:
         lines = split_lines(text)
         head, tail = "".join(lines[: span[0]]), "".join(lines[span[1] :])
@@ -336,7 +378,8 @@ def delete_item(old: str, name: str) -> str | None:
             # its own first line: a blank line keeps that line in its section.
             head += nl
         text = head + tail
-        span = find_item(text, name)
+        # Sections written as the deleted one: one in another case is another item.
+        span = next(((a, b) for a, b, h in reversed(_spans(text)) if _key(h) == written), None)
     return bom + text
 
 

@@ -154,15 +154,17 @@ class VaultWriter:
         meta = edit.render_meta(owner, source, stamp)
         rel = f"wiki/{slug}.md"
         created: list[bool] = []
+        touched: list[str] = []  # the item's heading as the note writes it ("Milk" for "milk")
 
         def run() -> tuple[dict[str, object], str | None, str]:
             reply, base, text_out = self._upsert(rel, slug, item, body, meta)
             created[:] = [reply["created"] is True]
+            touched[:] = [str(reply["heading"])]
             return reply, base, text_out
 
         def note(detail: str | None) -> None:
             action = "add" if created and created[0] else "update"
-            self.journal.wiki(action, slug, item, owner, source, detail)
+            self.journal.wiki(action, slug, touched[0] if touched else item, owner, source, detail)
 
         op = _Op(rel, run, lambda t: edit.item_state(t, item), note, f"item {item!r}")
         return self._perform(op)
@@ -175,11 +177,20 @@ class VaultWriter:
         slug, item = edit.check_file(file), edit.check_name(name)
         edit.render_meta(owner, source, None)  # the same checks as a write's provenance
         rel = f"wiki/{slug}.md"
+        removed: list[str] = []  # the item's heading as the note wrote it
+
+        def run() -> tuple[dict[str, object], str | None, str]:
+            reply, base, text_out = self._delete(rel, item)
+            removed[:] = [str(reply["item"])]
+            return reply, base, text_out
+
         op = _Op(
             rel,
-            lambda: self._delete(rel, item),
+            run,
             lambda t: edit.item_state(t, item),
-            lambda detail: self.journal.wiki("remove", slug, item, owner, source, detail),
+            lambda detail: self.journal.wiki(
+                "remove", slug, removed[0] if removed else item, owner, source, detail
+            ),
             f"the removal of item {item!r}",
         )
         return self._perform(op)
@@ -359,7 +370,8 @@ class VaultWriter:
         path = writes.target(self.root, rel)
         snap = writes.read_snapshot(path, rel)
         try:
-            if snap.text is None or edit.find_item(snap.text, item) is None:
+            heading = None if snap.text is None else edit.item_heading(snap.text, item)
+            if heading is None:
                 raise NotFound(f"no item {item!r} in {rel!r}; nothing deleted")
             based: list[str] = []
 
@@ -371,7 +383,7 @@ class VaultWriter:
             text = writes.replace(path, rel, snap, apply, self._retire(rel))
         finally:
             snap.close()
-        return {"path": rel, "item": item, "deleted": True}, based[0], text
+        return {"path": rel, "item": heading, "deleted": True}, based[0], text
 
     # ------------------------------------------------------------------- sweeper
 
@@ -490,8 +502,9 @@ def _read_text(path: Path) -> str | None:
 
 
 def _ref(rel: str, text: str, line: int, heading: str) -> dict[str, object]:
-    """The reply's reference to what was written: the entry id as the index names it."""
-    entry_id = next(
-        (e.id for e in parse_note(rel, text).entries if e.line == line), f"{rel}#{heading}"
-    )
-    return {"id": entry_id, "path": rel, "heading": heading, "line": line}
+    """The reply's reference to what was written: the entry id and heading as the index
+    names them (an item found in another case keeps the note's: "Milk" for "milk")."""
+    entry = next((e for e in parse_note(rel, text).entries if e.line == line), None)
+    if entry is None:
+        return {"id": f"{rel}#{heading}", "path": rel, "heading": heading, "line": line}
+    return {"id": entry.id, "path": rel, "heading": entry.heading, "line": line}
