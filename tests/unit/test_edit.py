@@ -221,3 +221,24 @@ def test_an_item_name_finds_its_heading_in_any_case_but_never_two_headings() -> 
         edit.item_state(old + "\n## MILK\n\nd\n", "milk")
         == "## Milk\n\nb\n\n## Milk\n\nc\n\n## MILK\n\nd\n"
     )
+
+
+def test_an_item_named_after_the_title_is_the_prose_before_the_first_section() -> None:
+    """The index reads that prose as an item named after the note's title (front matter,
+    ``# title`` or file name); upserting that name added a ``## Groceries`` beside it and
+    left the old text searchable. Its text is replaced and removed in place now."""
+    path = "wiki/groceries.md"
+    old = "---\ntags: [food]\n---\n# Groceries\n\nMilk, eggs.  \nand tea\n\n## Shops\n\nAldi\n"
+    new, created = edit.upsert_item(old, "groceries", "Bread", "<!-- wikimem: owner=a -->", path)
+    assert not created and new.line == 6
+    assert new.text == old.replace(
+        "Milk, eggs.  \nand tea\n", "Bread\n\n<!-- wikimem: owner=a -->\n"
+    )
+    items = [(e.heading, e.text, e.owner) for e in parse_note(path, new.text).entries]
+    assert items == [("Groceries", "Bread", "a"), ("Shops", "Aldi", None)]
+    assert edit.delete_item(old, "Groceries", path) == old.replace("Milk, eggs.  \nand tea\n\n", "")
+    plain = "Milk\n"  # no title: the item is named after the file
+    assert edit.upsert_item(plain, "groceries", "Bread", "", path)[0].text == "Bread\n"
+    assert edit.upsert_item(plain, "Bread", "x", "", path)[1]  # another name: a new section
+    with pytest.raises(BadRequest, match="title"):  # text above the title: the title would go
+        edit.upsert_item("intro\n\n# Groceries\n\nmore\n", "Groceries", "x", "", path)

@@ -16,6 +16,7 @@ from wikimem_watch.daemon.vault_writer import MAX_REAPPLY, VaultWriter
 from wikimem_watch.errors import BadRequest, NotFound
 
 PEOPLE = "# p\n\n## Ann\n\nold\n\n## Bob\n\nb\n"
+TS = "2026-01-01T10:00:00+00:00"
 
 
 def wiki(tmp_path: Path, text: str) -> Path:
@@ -514,3 +515,26 @@ def test_items_that_differ_in_case_only_are_never_merged_by_a_write(tmp_path: Pa
     assert writer.upsert_wiki("p", "MILK", "c")["line"] == 7
     assert writer.delete_wiki("p", "Milk")["item"] == "Milk"
     assert note.read_text(encoding="utf-8").startswith("# p\n\n## MILK\n\nc\n\n<!--")
+
+
+def test_upserting_the_item_named_after_a_note_s_title_replaces_its_text_in_place(
+    tmp_path: Path,
+) -> None:
+    """A note with no ``##`` is one item named after its title: ``upsert_wiki`` of that
+    name added a ``## Groceries`` section beside it (two items of one name, the old text
+    still found); it replaces the text under the title now, as an update."""
+    (tmp_path / "wiki").mkdir()
+    note = tmp_path / "wiki" / "groceries.md"
+    note.write_text("# Groceries\n\nMilk, eggs.\n", encoding="utf-8")
+    reply = VaultWriter(tmp_path).upsert_wiki("groceries", "Groceries", "Bread", ts=TS)
+    assert (
+        note.read_text(encoding="utf-8") == f"# Groceries\n\nBread\n\n<!-- wikimem: ts={TS} -->\n"
+    )
+    assert (reply["id"], reply["heading"], reply["created"]) == (
+        "wiki/groceries.md",
+        "Groceries",
+        False,
+    )
+    assert _journal_items(tmp_path) == [("update", "Groceries")]
+    VaultWriter(tmp_path).delete_wiki("groceries", "groceries")
+    assert note.read_text(encoding="utf-8") == "# Groceries\n"

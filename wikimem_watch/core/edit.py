@@ -2,13 +2,14 @@
 
 The daemon writes three things into a user's files (ADR-0016): a diary entry (``## HH:MM``
 section) into ``diary/YYYY-MM-DD.md``, and a wiki item (``## name`` section) inserted,
-replaced or removed in ``wiki/<file>.md``. Everything it does not own — front matter,
-preamble, other sections, comments, blank lines, trailing whitespace, CRLF line endings, a
-missing final newline — comes out exactly as it went in: an edit is a splice of whole lines,
-located with the same heading reader as the index (``headings.headings``), so a ``## `` in a
-code fence is never mistaken for a section. The spliced text uses the file's own line
-endings. The layout of what we write follows the wikimem library: heading, blank line,
-text, blank line, the ``<!-- wikimem: … -->`` comment.
+replaced or removed in ``wiki/<file>.md`` (or the prose before the first section, which the
+index reads as the item named after the note's title). Everything it does not own — front
+matter, a preamble that is not the item written, other sections, comments, blank lines,
+trailing whitespace, CRLF line endings, a missing final newline — comes out exactly as it
+went in: an edit is a splice of whole lines, located with the same heading reader as the
+index (``headings.headings``), so a ``## `` in a code fence is never mistaken for a section.
+The spliced text uses the file's own line endings. The layout of what we write follows the
+wikimem library: heading, blank line, text, blank line, the ``<!-- wikimem: … -->`` comment.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import BadRequest, require_text
 from .frontmatter import front_matter_lines
 from .headings import headings
+from .parse import parse_note
 from .vault import MAX_NOTE_BYTES
 
 _BREAK = re.compile(r"\r\n|\r|\n")
@@ -237,7 +240,7 @@ def _bom(text: str) -> tuple[str, str]:
     return ("\ufeff", text[1:]) if text.startswith("\ufeff") else ("", text)
 
 
-def _read_back(old: str, made: Edit, heading: str, added: int) -> Edit:
+def _read_back(old: str, made: Edit, heading: str, added: int, path: str | None = None) -> Edit:
     """``made``, once the index's own reader finds the written section where the edit put it
     and every other section still there; else BadRequest and nothing is written (a note
     that ends inside an open code block, HTML comment or front matter would swallow it)."""
@@ -246,9 +249,9 @@ def _read_back(old: str, made: Edit, heading: str, added: int) -> Edit:
             f"the note would be over {MAX_NOTE_BYTES // (1024 * 1024)} MiB, which the index "
             "skips; nothing written"
         )
-    after = sections(made.text)
-    ours = any(n == made.line - 1 and _fold(h) == _fold(heading) for n, h in after)
-    if not ours or len(after) != len(sections(old)) + added:
+    after = _items(made.text.lstrip("\ufeff"), path)
+    ours = any(i.start == made.line - 1 and _fold(i.name) == _fold(heading) for i in after)
+    if not ours or len(after) != len(_items(old.lstrip("\ufeff"), path)) + added:
         raise BadRequest(
             f"the note would not read the {heading!r} section back as its own (it ends inside "
             "an open code block, HTML comment or front matter?): nothing written; close it first"
@@ -269,28 +272,70 @@ def _fold(heading: str) -> str:
     return unicodedata.normalize("NFC", _key(heading).casefold())
 
 
-def _spans(text: str) -> list[tuple[int, int, str]]:
-    """Every ``##`` section of the note as (start, end, heading), 0-based lines."""
+class _Item(NamedTuple):
+    """An item of a note: its 0-based line span and name; ``titled`` for the prose before
+    the first ``##``, named after the note's title (no heading line of its own)."""
+
+    start: int
+    end: int
+    name: str
+    titled: bool = False
+
+
+def _items(text: str, path: str | None = None) -> list[_Item]:
+    """Every item of the note in file order: its ``##`` sections and, given the note's
+    ``path``, the prose before the first of them (after front matter and the ``# title``),
+    which the index reads as an item named after the note's title (DESIGN §2)."""
     heads = sections(text)
-    if not heads:
-        return []
-    ends = [n for n, _ in heads[1:]] + [len(split_lines(text))]
-    return [(n, end, heading) for (n, heading), end in zip(heads, ends, strict=True)]
+    total = len(split_lines(text))
+    ends = [n for n, _ in heads[1:]] + [total]
+    out = [_Item(n, end, h) for (n, h), end in zip(heads, ends, strict=False)]
+    titled = _title_item(text, path, heads[0][0] if heads else total)
+    return [titled, *out] if titled else out
 
 
-def _named(text: str, name: str, *, strict: bool = True) -> list[tuple[int, int, str]]:
+def _title_item(text: str, path: str | None, end: int) -> _Item | None:
+    """The prose before line ``end`` (the first section) as the index reads it: the item
+    ``parse`` names after the note's title, from its first line of text; None when there is
+    none (nothing but front matter, a title, blank lines or comments)."""
+    if path is None or end == 0:
+        return None
+    head = "".join(split_lines(text)[:end])  # what comes before a heading reads alone the same
+    entry = next((e for e in parse_note(path, head).entries if e.id == path), None)
+    if entry is None or not entry.text or entry.line > end:
+        return None  # none, or a stub: a title with nothing under it has no text to replace
+    return _Item(entry.line - 1, end, entry.heading, titled=True)
+
+
+def _whole(text: str, item: _Item) -> _Item:
+    """``item``, when its lines can be replaced or removed as a whole: BadRequest when they
+    hold the note's ``# title`` (text above the title is prose of the same item)."""
+    norm = normalize(text).lstrip("\ufeff")
+    fm = front_matter_lines(norm)
+    body = "\n".join(norm.split("\n")[fm:]) if fm else norm
+    title = next((n + fm for n, lvl, _ in headings(body) if lvl <= 2), None)
+    if item.titled and title is not None and item.start < title < item.end:
+        raise BadRequest(
+            f"item {item.name!r} is the note's prose before its first section, and the note's "
+            f"title (line {title + 1}) is inside it: nothing written; move the text above the "
+            "title below it, or name another item"
+        )
+    return item
+
+
+def _named(text: str, name: str, path: str | None = None, *, strict: bool = True) -> list[_Item]:
     """The sections item ``name`` names: those written as it is (NFC, whitespace collapsed);
     else those that differ from it in case only, when they all read one way. Sections that
     read several ways (``## Milk`` and ``## MILK`` for "milk") are two items, never merged
     by a write: BadRequest names them (``strict=False``: all of them)."""
     want = _fold(name)
-    found = [s for s in _spans(text) if _fold(s[2]) == want]
-    exact = [s for s in found if _key(s[2]) == _key(name)]
+    found = [item for item in _items(text, path) if _fold(item.name) == want]
+    exact = [item for item in found if _key(item.name) == _key(name)]
     if exact or not found:
         return exact
-    spellings = list(dict.fromkeys(_key(s[2]) for s in found))
+    spellings = list(dict.fromkeys(_key(item.name) for item in found))
     if len(spellings) > 1 and strict:
-        listed = ", ".join(f"{h!r} (line {n + 1})" for n, _, h in found)
+        listed = ", ".join(f"{item.name!r} (line {item.start + 1})" for item in found)
         raise BadRequest(
             f"item {name!r} is ambiguous: the note has {listed}, which differ in case only; "
             "name one of them as it is written"
@@ -298,64 +343,71 @@ def _named(text: str, name: str, *, strict: bool = True) -> list[tuple[int, int,
     return found
 
 
-def find_item(text: str, name: str) -> tuple[int, int] | None:
+def find_item(text: str, name: str, path: str | None = None) -> tuple[int, int] | None:
     """The (start, end) 0-based line span of the last section of item ``name`` (whitespace
     in the heading collapsed, as wikimem reads it; canonically equivalent characters and,
     when no heading is written as the name is, case alike: ``_named``; the last of repeated
-    names wins), or None."""
-    found = _named(text, name)
-    return (found[-1][0], found[-1][1]) if found else None
+    names wins), or None. Given the note's ``path``, the prose before its first section is
+    the item named after its title."""
+    found = _named(text, name, path)
+    return (found[-1].start, found[-1].end) if found else None
 
 
-def item_heading(text: str, name: str) -> str | None:
+def item_heading(text: str, name: str, path: str | None = None) -> str | None:
     """The heading of item ``name`` as the note writes it (``Milk`` for "milk"), or None."""
-    found = _named(text, name)
-    return _key(found[-1][2]) if found else None
+    found = _named(text, name, path)
+    return _key(found[-1].name) if found else None
 
 
-def item_state(text: str | None, name: str) -> str | None:
+def item_state(text: str | None, name: str, path: str | None = None) -> str | None:
     """The sections of item ``name`` as text with ``\\n`` line breaks, or None when absent
     (several that differ in case only: all of them, one after the other)."""
     if text is None:
         return None
-    found = _named(text, name, strict=False)
+    found = _named(text, name, path, strict=False)
     if not found:
         return None
-    if len({_key(h) for _, _, h in found}) == 1:
+    if len({_key(item.name) for item in found}) == 1:
         found = found[-1:]  # repeated as written: the last one is the item
     lines = split_lines(text)
-    return "".join(_BREAK.sub("\n", "".join(lines[a:b])) for a, b, _ in found)
+    return "".join(_BREAK.sub("\n", "".join(lines[a:b])) for a, b, *_ in found)
 
 
-def upsert_item(old: str, name: str, body: str, meta: str) -> tuple[Edit, bool]:
+def upsert_item(
+    old: str, name: str, body: str, meta: str, path: str | None = None
+) -> tuple[Edit, bool]:
     """Replace the body of item ``name`` (its heading line, or all the lines of a setext
     heading, kept byte for byte), or append a new ``## name`` section; returns (edit,
-    created)."""
+    created). Given the note's ``path``, an item named after its title is the prose before
+    the first section, and that prose is what is replaced (title and front matter kept)."""
     bom, text = _bom(old)
     nl = newline_of(text)
-    span = find_item(text, name)
-    if span is None:
+    found = _named(text, name, path)
+    if not found:
         made = _append(text, _block(name, body, meta, nl), nl)
-        return _read_back(old, Edit(bom + made.text, made.line, made.appended), name, 1), True
-    start, end = span
+        made = Edit(bom + made.text, made.line, made.appended)
+        return _read_back(old, made, name, 1, path), True
+    start, end, written, titled = _whole(text, found[-1])
     lines = split_lines(text)
-    kept = 1  # the heading line; a setext heading's lines and underline too
-    if "#" not in lines[start][:4]:  # setext: its text may run over lines, to the underline
+    kept = 0 if titled else 1  # the heading line; a setext heading's lines and underline too
+    if not titled and "#" not in lines[start][:4]:  # setext: its text may run over lines
         under = next((i for i in range(start + 1, end) if _SETEXT.match(lines[i])), None)
         kept = 1 if under is None else under - start + 1
     heading = "".join(lines[start : start + kept])
-    if not heading.endswith(("\n", "\r")):
+    if kept and not heading.endswith(("\n", "\r")):
         heading += nl
-    section = _block(name, body, meta, nl).split(nl, 1)[1]  # the part after the heading
+    # The part after the heading; the title's item starts at its text (the blank lines above
+    # it are the person's, and stay).
+    section = _block(name, body, meta, nl).split(nl, 2 if titled else 1)[-1]
     if end < len(lines):
         section += nl  # a blank line before the next section
     elif not lines[-1].endswith(("\n", "\r")):
         section = section[: -len(nl)]  # the file had no final newline: it still has none
     made = Edit(bom + "".join(lines[:start]) + heading + section + "".join(lines[end:]), start + 1)
-    return _read_back(old, made, name, 0), False
+    return _read_back(old, made, written, 0, path), False
 
 
-def delete_item(old: str, name: str) -> str | None:
+def delete_item(old: str, name: str, path: str | None = None) -> str | None:
     """The text without item ``name``'s sections (heading to the next one; every section of
     that name, as the wikimem library removes them), or None when there is no such item.
 
@@ -363,11 +415,13 @@ def delete_item(old: str, name: str) -> str | None:
     ``upsert_item`` put there when it added the item): adding an item and deleting it gives
     the file back byte for byte, and no file is left ending in a blank line."""
     bom, text = _bom(old)
-    written = item_heading(text, name)
+    written = item_heading(text, name, path)
     if written is None:
         return None
     nl = newline_of(text)
-    span = find_item(text, name)
+    span = find_item(text, name, path)
+    for item in _named(text, name, path):
+        _whole(text, item)
     while span is not None:
         lines = split_lines(text)
         head, tail = "".join(lines[: span[0]]), "".join(lines[span[1] :])
@@ -379,7 +433,8 @@ def delete_item(old: str, name: str) -> str | None:
             head += nl
         text = head + tail
         # Sections written as the deleted one: one in another case is another item.
-        span = next(((a, b) for a, b, h in reversed(_spans(text)) if _key(h) == written), None)
+        again = [(i.start, i.end) for i in _items(text, path) if _key(i.name) == written]
+        span = again[-1] if again else None
     return bom + text
 
 

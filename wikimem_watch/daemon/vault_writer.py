@@ -166,7 +166,7 @@ class VaultWriter:
             action = "add" if created and created[0] else "update"
             self.journal.wiki(action, slug, touched[0] if touched else item, owner, source, detail)
 
-        op = _Op(rel, run, lambda t: edit.item_state(t, item), note, f"item {item!r}")
+        op = _Op(rel, run, lambda t: edit.item_state(t, item, rel), note, f"item {item!r}")
         return self._perform(op)
 
     def delete_wiki(
@@ -187,7 +187,7 @@ class VaultWriter:
         op = _Op(
             rel,
             run,
-            lambda t: edit.item_state(t, item),
+            lambda t: edit.item_state(t, item, rel),
             lambda detail: self.journal.wiki(
                 "remove", slug, removed[0] if removed else item, owner, source, detail
             ),
@@ -342,7 +342,7 @@ class VaultWriter:
 
         def apply(current: str) -> str:
             based[:] = [current]
-            made[:] = [edit.upsert_item(current, item, body, meta)]
+            made[:] = [edit.upsert_item(current, item, body, meta, rel)]
             return made[0][0].text
 
         for _ in range(writes.RETRIES):
@@ -370,14 +370,14 @@ class VaultWriter:
         path = writes.target(self.root, rel)
         snap = writes.read_snapshot(path, rel)
         try:
-            heading = None if snap.text is None else edit.item_heading(snap.text, item)
+            heading = None if snap.text is None else edit.item_heading(snap.text, item, rel)
             if heading is None:
                 raise NotFound(f"no item {item!r} in {rel!r}; nothing deleted")
             based: list[str] = []
 
             def apply(current: str) -> str:
                 based[:] = based or [current]
-                out = edit.delete_item(current, item)
+                out = edit.delete_item(current, item, rel)
                 return current if out is None else out  # already gone (a retry): done
 
             text = writes.replace(path, rel, snap, apply, self._retire(rel))
