@@ -14,6 +14,7 @@ import threading
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import date, timedelta
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -33,13 +34,15 @@ if TYPE_CHECKING:
     from .engine import FileRecord
 
 
-def file_digest(rel: str, key_sizes: bytes, keys: bytes, hashes: bytes) -> int:
+def file_digest(rel: str, key_sizes: bytes, keys: bytes, hashes: bytes, facts: bytes) -> int:
     """The digest of one file's entries (their id keys, sizes and content hashes in file
-    order): what ``file_digests`` reports and ``digest`` XORs together."""
+    order, and ``facts``: ``EngineReads._facts``): what ``file_digests`` reports and
+    ``digest`` XORs together."""
     raw = hashlib.blake2b(rel.encode("utf-8", "surrogatepass"), digest_size=16)
     raw.update(key_sizes)
     raw.update(keys)
     raw.update(hashes)
+    raw.update(facts)
     return int.from_bytes(raw.digest(), "big")
 
 
@@ -65,12 +68,13 @@ class EngineReads:
     vector_keys: VectorKeys
 
     def _file_digest(self, rel: str, slots: Sequence[int]) -> int:
-        """A digest of one file's entries: their ids and content hashes, in file order."""
+        """A digest of one file's entries: their ids and content hashes, in file order, and
+        what else a query returns or filters on (``_facts``)."""
         rows = as_rows(slots)
         keys, sizes = self.store.key.gather(rows)
-        return file_digest(
-            rel, sizes.astype("<i4").tobytes(), keys, self.store.hash[rows].tobytes()
-        )
+        hashes = self.store.hash[rows].tobytes()
+        facts = self._facts([slots])[0]
+        return file_digest(rel, sizes.astype("<i4").tobytes(), keys, hashes, facts)
 
     def _file_digests(self, files: Sequence[tuple[str, Sequence[int]]]) -> list[int]:
         """``_file_digest`` of several files: one gather of all their entries' keys."""
@@ -79,13 +83,41 @@ class EngineReads:
         ends = np.cumsum(np.maximum(sizes, 0), dtype=np.int64).tolist()
         key_sizes, hashes = sizes.astype("<i4").tobytes(), self.store.hash[rows].tobytes()
         out, a, at = [], 0, 0
-        for rel, slots in files:
+        for (rel, slots), facts in zip(files, self._facts([s for _, s in files]), strict=True):
             b = a + len(slots)
             end = ends[b - 1] if b > a else at
             out.append(
-                file_digest(rel, key_sizes[4 * a : 4 * b], keys[at:end], hashes[16 * a : 16 * b])
+                file_digest(
+                    rel, key_sizes[4 * a : 4 * b], keys[at:end], hashes[16 * a : 16 * b], facts
+                )
             )
             a, at = b, end
+        return out
+
+    def _facts(self, files: Sequence[Sequence[int]]) -> list[bytes]:
+        """Per file (its slots), what a query returns or filters on besides the entry ids and
+        texts (the content hash covers a section's text, not its note's front matter): the
+        note's title and aliases and each entry's tags, so ``check`` sees an index wrong in
+        them alone. One gather of every tag of the files, cut per file."""
+        store, tags = self.store, self.store.tags
+        rows = np.fromiter(chain.from_iterable(files), np.int64)
+        counts = tags.count[rows].astype(np.int64)
+        starts = np.cumsum(counts) - counts  # where each row's tags begin among all of them
+        items = np.repeat(tags.first[rows] - starts, counts) + np.arange(int(counts.sum()))
+        data, sizes = tags.fields[0].gather(items)
+        item_ends = np.cumsum(counts).tolist()
+        byte_ends = np.cumsum(np.maximum(sizes, 0), dtype=np.int64).tolist()
+        tag_counts, tag_sizes = counts.astype("<i4").tobytes(), sizes.astype("<i4").tobytes()
+        titles, aliases = store.title, store.aliases  # shared by a note's entries (EntryStore)
+        out, a, i, at = [], 0, 0, 0
+        for slots in files:
+            b = a + len(slots)
+            j = item_ends[b - 1] if b > a else i
+            end = byte_ends[j - 1] if j > i else at
+            names = "\0".join((titles[slots[0]] or "", *aliases[slots[0]])) if b > a else ""
+            head = names.encode("utf-8", "surrogatepass") + b"\1"
+            out.append(head + tag_counts[4 * a : 4 * b] + tag_sizes[4 * i : 4 * j] + data[at:end])
+            a, i, at = b, j, end
         return out
 
     # ------------------------------------------------------------------ slots
@@ -225,7 +257,11 @@ class EngineReads:
         end_list = (at + np.maximum(size, 0)).tolist()
         sizes = size.astype("<i4").tobytes()
         hashes = self.store.hash[:n].tobytes()
-        for rel in self._digest_pending:
+        # In slot order: the files' tags then lie side by side, and are gathered as one run.
+        files = self.files
+        pending = sorted(self._digest_pending, key=lambda rel: next(iter(files[rel].slots), -1))
+        facts = self._facts([files[rel].slots for rel in pending])
+        for rel, file_facts in zip(pending, facts, strict=True):
             record = self.files[rel]
             slots = record.slots
             if (
@@ -236,7 +272,7 @@ class EngineReads:
                 lo, hi = slots[0], slots[-1] + 1
                 keys = key.raw(at_list[lo], end_list[hi - 1] - at_list[lo])
                 record.digest = file_digest(
-                    rel, sizes[4 * lo : 4 * hi], keys, hashes[16 * lo : 16 * hi]
+                    rel, sizes[4 * lo : 4 * hi], keys, hashes[16 * lo : 16 * hi], file_facts
                 )
             else:
                 record.digest = self._file_digest(rel, slots)
@@ -244,7 +280,8 @@ class EngineReads:
         self._digest_pending = set()
 
     def digest(self) -> str:
-        """Order-independent digest of every indexed entry's id and content hash."""
+        """Order-independent digest of every indexed entry's id, content hash and tags, and
+        the title and aliases of its note."""
         with self.lock:
             self._fold_digests()
             return f"{self._digest:032x}"
