@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from wikimem_watch.core import edit
 from wikimem_watch.core.parse import parse_note
+from wikimem_watch.errors import BadRequest
 
 WORDS = st.sampled_from(
     ["alpha", "beta  ", "γάμμα", "火锅", "  x", "- item", "`code`", "<!-- c -->", ""]
@@ -110,3 +111,35 @@ def test_adding_an_item_and_deleting_it_gives_the_file_back(old: str, name: str,
         assert out == old
     else:  # a file with no final newline gets one
         assert out == old + edit.newline_of(old)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    notes(),
+    st.sampled_from(["Title", "title", "x", "Ann", "ann"]),
+    st.sampled_from(["new", "a\nb"]),
+)
+def test_an_upsert_never_adds_a_second_item_of_a_name_the_note_has(
+    old: str, name: str, body: str
+) -> None:
+    """Whether the name is a ``##`` heading, one in another case, or the note's title (its
+    prose before the first section), the index reads as many items of that name after the
+    upsert as before (one more only when there was none), the last one holding the text."""
+    path = "wiki/x.md"
+
+    def named(text: str) -> list[str]:
+        entries = parse_note(path, text).entries
+        # A stub (a title and nothing under it) is no text to replace: a new section is.
+        return [
+            e.text
+            for e in entries
+            if e.heading.lower() == name.lower() and (e.text or e.id != path)
+        ]
+
+    try:
+        new, created = edit.upsert_item(old, name, body, "", path)
+    except BadRequest:
+        return  # refused (two spellings of the name, or prose split by the title): unchanged
+    before, after = named(old), named(new.text)
+    assert len(after) == len(before) + (1 if created else 0)
+    assert created == (not before) and after[-1] == body
