@@ -278,7 +278,12 @@ def _write(sub: Any) -> None:
     u = wsub.add_parser("wiki", help=help_, description=help_, epilog=EPILOG)
     _add_vault(u)
     u.add_argument("file", metavar="FILE", help="lowercase slug: the file is wiki/FILE.md")
-    u.add_argument("name", metavar="NAME", help="the item's name (any language; no [[ ]] : | #)")
+    u.add_argument(
+        "name",
+        metavar="NAME",
+        help="the item's name (any language; no [[ ]] : | #); it finds its heading case "
+        "aside (milk: ## Milk), and the note's title names the prose before its first ##",
+    )
     u.add_argument("text", metavar="TEXT", help="the item's text, or - to read it from stdin")
     u.add_argument("--ts", help="ISO-8601 time of the fact (default: now)")
     _provenance(u)
@@ -287,7 +292,7 @@ def _write(sub: Any) -> None:
     x = wsub.add_parser("delete", help=help_, description=help_, epilog=EPILOG)
     _add_vault(x)
     x.add_argument("file", metavar="FILE")
-    x.add_argument("name", metavar="NAME")
+    x.add_argument("name", metavar="NAME", help="the item's name, found as `write wiki` finds it")
     _provenance(x)
     x.set_defaults(handler="writing.delete_command")
 
