@@ -65,8 +65,10 @@ def _hit_line(hit: dict[str, Any]) -> str:
 def summary(method: str, result: Any) -> str:
     """A short readable text beside the structured result."""
     if method == "query":
+        from .output import window_line  # as the CLI's table says it, "not applied" too
+
         gate = result.get("time_range")
-        head = f"window {gate['start']}..{gate['end']}\n" if gate else ""
+        head = window_line(gate, result) + "\n" if gate else ""
         hits = result.get("hits", [])
         return head + ("\n".join(_hit_line(h) for h in hits) if hits else "no results")
     if method in ("day", "note"):

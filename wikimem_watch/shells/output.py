@@ -97,7 +97,9 @@ def print_entries(entries: list[dict[str, Any]]) -> None:
             print(f"        {shown(line)}".rstrip())
 
 
-def _window_line(gate: dict[str, object], result: dict[str, object]) -> str:
+def window_line(gate: dict[str, object], result: dict[str, object]) -> str:
+    """One line on the window a query used: its days, where it came from, whether it was
+    widened, and its entries, or that it held none and was not applied."""
     notes = []
     if result.get("widened"):
         notes.append(f"widened ±{gate['widened_days']} days")
@@ -165,7 +167,7 @@ def print_result(result: dict[str, object], as_json: bool) -> int:
         return EXIT_OK if hits else EXIT_EMPTY
     gate = result.get("time_range")
     if isinstance(gate, dict):
-        print(_window_line(gate, result))
+        print(window_line(gate, result))
     if not hits:
         print(f"no results: {result['note']}" if result.get("note") else "no results")
         return EXIT_EMPTY
