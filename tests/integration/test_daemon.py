@@ -515,3 +515,31 @@ def test_a_note_only_the_listing_of_a_new_polled_folder_saw_leaves_when_it_is_de
         eventually(lambda: "drafts/a.md" not in daemon.engine.files, "the deleted note dropped")
         check = wikimem("check", "--vault", str(vault), "--socket", str(daemon.socket_path))
     assert check.returncode == 0, check.stdout
+
+
+def test_watching_goes_on_after_a_folder_moved_out_is_deleted_outside(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
+    """A folder moved out of the vault keeps its inotify watch under its old path; a folder
+    made and deleted at that path, then the moved one deleted outside, ended watchdog's
+    reader with a ``KeyError``: no change was seen again until the safety rescan."""
+    rpc = daemon.rpc()
+    vault, outside = daemon.vault, tmp_path / "outside"
+    (vault / "wiki").rename(outside)
+    eventually(searchable(rpc, "sailing", set()), "the folder moved out")
+    (vault / "wiki").mkdir()
+    (vault / "wiki" / "stub.md").write_text("# Stub\n\nplaceholder\n", "utf-8")
+    eventually(searchable(rpc, "placeholder", {"wiki/stub.md"}), "a folder of that name made")
+    (vault / "wiki" / "stub.md").unlink()
+    (vault / "wiki").rmdir()
+    (vault / "diary" / "2026-07-21.md").write_text("## 09:00\nmarker\n", "utf-8")
+    eventually(searchable(rpc, "marker", {"diary/2026-07-21.md"}), "after the folder deleted")
+    for path in outside.iterdir():
+        path.unlink()
+    outside.rmdir()
+    (vault / "diary" / "2026-07-22.md").write_text("## 10:00\nzeppelins overhead\n", "utf-8")
+    eventually(searchable(rpc, "zeppelins", {"diary/2026-07-22.md"}), "an edit after that")
+    assert rpc.result("status")["watcher"] == "native"
+    v, s = str(vault), str(daemon.sock)
+    assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+    rpc.close()

@@ -114,6 +114,7 @@ def test_a_vault_folder_that_goes_away_stops_its_daemon(
         vault.rename(vault.with_name("elsewhere"))
     assert daemon.proc.wait(15) == 2
     assert "deleted or moved away" in daemon.output()
+    assert "file watcher" not in daemon.output()  # not taken for a watcher that stopped
     (vault / "diary").mkdir(parents=True)
     again = start_daemon(vault)
     assert again.result("status")["state"] == "ready"

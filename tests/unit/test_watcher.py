@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -274,6 +276,33 @@ def test_force_polling_skips_the_native_observer(root: Path) -> None:
     watcher.start()
     watcher.stop()
     assert watcher.kind == "polling" and not native.started and polling.started
+
+
+def test_an_observer_whose_reader_thread_died_is_replaced_and_a_rescan_follows(
+    root: Path,
+) -> None:
+    """Watchdog's inotify reader can end on an error of its own while the observer thread
+    lives on: ``revive`` starts a new observer and asks a rescan for what was missed."""
+    dead = threading.Thread(target=lambda: None)
+    dead.start()
+    dead.join()
+    first, second = FakeObserver(), FakeObserver()
+    first._inotify_fd = dead  # type: ignore[attr-defined]
+    observers = iter([first, second])
+    out: queue.Queue[ChangeSet] = queue.Queue()
+    watcher = Watcher(root, out, NoteFilter().accepts, observer_factory=lambda: next(observers))
+    watcher.start()
+    try:
+        assert watcher.revive() is True
+        assert second.started and watcher.kind == "native"
+        assert flushed(watcher, out).rescan
+        assert watcher.revive() is False  # the new one is alive
+        deadline = time.monotonic() + 5
+        while not first.stopped and time.monotonic() < deadline:
+            time.sleep(0.01)  # stopped on a thread of its own
+        assert first.stopped
+    finally:
+        watcher.stop()
 
 
 def test_change_sets_waiting_one_behind_the_other_are_taken_as_one() -> None:

@@ -318,13 +318,16 @@ class Daemon(VaultScans, DaemonReports):
 
     def _wait_for_stop(self) -> None:
         # A signal's number (or a byte from request_stop) arrives on the pipe; nothing else.
-        # Every KEEP_CHECK_S the vault and the socket file are looked at (two stats).
+        # Every KEEP_CHECK_S the vault and the socket file are looked at (two stats), and the
+        # file watcher's threads.
         while not self._stop_requested:
             ready, _, _ = select.select([self._wake_r], [], [], KEEP_CHECK_S)
             if not ready:
                 if self._vault_gone():
                     return
                 self._keep_socket()
+                if not self._vault_misses:  # a vault deleted ends the observer too: no restart
+                    self.watcher.revive()  # an observer whose thread died sees nothing more
                 continue
             data = os.read(self._wake_r, 64)
             if data:

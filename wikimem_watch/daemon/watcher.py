@@ -149,6 +149,14 @@ def polling_observer() -> Observer:
     return observer
 
 
+def _alive(observer: Observer) -> bool:
+    """False when one of the observer's threads has ended: the observer itself, its
+    emitters, or the inotify reader (``_inotify_fd``, watchdog's own: the thread that an
+    error in watchdog ends). A fake observer has none of them, and is alive."""
+    threads = [observer, *getattr(observer, "emitters", ()), getattr(observer, "_inotify_fd", None)]
+    return all(t.is_alive() for t in threads if isinstance(t, threading.Thread))
+
+
 @dataclass(slots=True)
 class _Pending:
     paths: set[str] = field(default_factory=set)
@@ -257,6 +265,28 @@ class Watcher(FileSystemEventHandler):
         observer.schedule(self, str(self.root), recursive=True, event_filter=list(events))
         observer.start()
         return observer
+
+    def revive(self) -> bool:
+        """Watch again with a new observer when a thread of the running one has died, and
+        rescan for what it missed; True when it did. Watchdog's inotify reader ends on an
+        error in its own bookkeeping (a folder moved out of the vault, a folder of that name
+        made and deleted, then the moved one deleted outside: ``KeyError``), and from then
+        on no change was seen until the safety rescan, while ``status`` still said native."""
+        observer = self._observer
+        if observer is None or _alive(observer):
+            return False
+        log.warning("the file watcher stopped working; watching again, a full rescan follows")
+        # Stopped on a thread of its own: watchdog joins its threads without a deadline.
+        threading.Thread(target=observer.stop, name="watch-stop", daemon=True).start()
+        try:
+            self._observer, self.kind = self._start_observer()
+        except OSError as exc:  # said once: the safety rescan is all that is left
+            log.error("cannot watch the vault again (%s); only the safety rescan sees changes", exc)
+            self._observer, self.kind = None, "none"
+            return False
+        with self._cond:  # after the new observer started: nothing changes unseen between
+            self._mark(rescan=True)
+        return True
 
     def stop(self) -> None:
         """Stop watching; pending changes are dropped (the next start rescans anyway)."""
