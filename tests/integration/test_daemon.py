@@ -543,3 +543,33 @@ def test_watching_goes_on_after_a_folder_moved_out_is_deleted_outside(
     v, s = str(vault), str(daemon.sock)
     assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
     rpc.close()
+
+
+def test_a_symlink_note_to_a_file_no_walk_lists_follows_its_edits_at_once(
+    vault: Path, start_daemon: Callable[..., DaemonProc], tmp_path: Path
+) -> None:
+    """A symlink note whose target is inside the vault but no note (a ``.txt``, a file in a
+    dot-folder) is indexed by a fresh scan; its target's edits were dropped with the
+    target's events, so the daemon kept the old text until the safety rescan."""
+    (vault / ".hidden").mkdir()
+    (vault / ".hidden" / "a.txt").write_text("# A\n\nalpha\n", "utf-8")
+    (vault / "wiki" / "b.txt").write_text("# B\n\nbravo\n", "utf-8")
+    (vault / "wiki" / "a.md").symlink_to("../.hidden/a.txt")
+    (vault / "b.md").symlink_to("wiki/b.txt")
+    proc = start_daemon(vault)
+    rpc = proc.rpc()
+    v, s = str(vault), str(proc.sock)
+    assert paths_for(rpc, "alpha") == {"wiki/a.md"} and paths_for(rpc, "bravo") == {"b.md"}
+    (vault / ".hidden" / "a.txt").write_text("# A\n\ncharlie\n", "utf-8")
+    (vault / "wiki" / "b.txt").write_text("# B\n\ndelta\n", "utf-8")
+    eventually(searchable(rpc, "charlie", {"wiki/a.md"}), "the dot-folder target's edit")
+    eventually(searchable(rpc, "delta", {"b.md"}), "the .txt target's edit")
+    assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+    (vault / ".hidden").rename(tmp_path / "away")
+    eventually(searchable(rpc, "charlie", set()), "the dot-folder moved out of the vault")
+    (tmp_path / "away").rename(vault / ".hidden")
+    eventually(searchable(rpc, "charlie", {"wiki/a.md"}), "and moved back")
+    (vault / "wiki").rename(vault / "notes")  # b.md now dangles: gone, as a fresh scan sees
+    eventually(searchable(rpc, "delta", set()), "the .txt target's folder moved")
+    assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+    rpc.close()

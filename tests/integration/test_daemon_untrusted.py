@@ -4,6 +4,8 @@ cache dir, and a stop that a stuck writer cannot block (ADR-0011)."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import os
 import stat
 import threading
@@ -319,3 +321,29 @@ def test_the_daemons_log_shows_an_escape_in_a_synced_file_name_escaped_not_obeye
     line = "WARNING wiki/c\\x1b]0;owned\\x07d.md: invalid UTF-8"
     eventually(lambda: line in daemon.output(), "the later warning logged")
     assert "\x1b" not in daemon.output() and "\x07" not in daemon.output()
+
+
+def test_a_symlink_note_to_the_journal_is_not_read_again_for_each_line_its_reading_adds(
+    daemon: DaemonProc,
+) -> None:
+    """The daemon journals the changes it reads into ``journal.jsonl``; a symlink note that
+    reads the journal changed with each line, so it was read and journaled again, for good
+    (the cache dir's files are the daemon's own likewise)."""
+    vault, journal = daemon.vault, daemon.vault / "journal.jsonl"
+    (vault / "wiki" / "first.md").write_text("# First\n\nbrigantine\n", "utf-8")  # a line
+    eventually(journal.exists, "the journal written")
+    (vault / "log.md").symlink_to("journal.jsonl")
+
+    def lines_on_log() -> list[str]:
+        lines = [json.loads(line) for line in journal.read_text("utf-8").splitlines()]
+        return [line["action"] for line in lines if line["path"] == "log.md"]
+
+    def found(word: str) -> bool:
+        hits = daemon.result("query", {"q": word, "parse_time": False})["hits"]
+        return [h["path"] for h in hits] == [f"wiki/{word}.md"]
+
+    eventually(lambda: lines_on_log() != [], "the symlink note read and journaled")
+    for word in ("marker", "beacon"):  # changes after it, each applied in turn
+        (vault / "wiki" / f"{word}.md").write_text(f"# M\n\n{word}\n", "utf-8")
+        eventually(functools.partial(found, word), word)
+    assert lines_on_log() == ["create"]

@@ -168,6 +168,49 @@ def test_directory_moved_into_a_dot_folder_relists_only_the_source(root: Path) -
         watcher.stop()
 
 
+def test_a_file_no_note_that_a_symlink_note_reads_is_a_change_of_that_note(root: Path) -> None:
+    # ``wiki/a.md -> ../.hidden/a.txt``, ``b.md -> wiki/b.txt``: the targets are dropped
+    # as files, but the symlink notes reading them changed.
+    reading = {
+        ".hidden/a.txt": ["wiki/a.md"],
+        "wiki/b.txt": ["b.md"],
+        "journal.jsonl": ["log.md"],  # the daemon's own files: never (each read writes them)
+        ".wikimem/embedder.json": ["cache.md"],
+    }
+
+    def links(rel: str, below: bool = False) -> list[str]:
+        if below:
+            return [n for t, ns in reading.items() if t.startswith(rel + "/") for n in ns]
+        return reading.get(rel, [])
+
+    fake = FakeObserver()
+    out: queue.Queue[ChangeSet] = queue.Queue()
+    watcher = Watcher(
+        root,
+        out,
+        NoteFilter().accepts,
+        ignore_dirs=(".wikimem",),
+        links=links,
+        own_files=("journal.jsonl",),
+        observer_factory=lambda: fake,
+    )
+    watcher.start()
+    try:
+        fake.emit(FileModifiedEvent(str(root / "journal.jsonl")))
+        fake.emit(FileModifiedEvent(str(root / ".wikimem/embedder.json")))
+        fake.emit(DirCreatedEvent(str(root / ".wikimem")))
+        assert watcher.pending_count() == 0
+        fake.emit(FileModifiedEvent(str(root / ".hidden/a.txt")))
+        fake.emit(FileModifiedEvent(str(root / "wiki/b.txt")))
+        fake.emit(FileModifiedEvent(str(root / "wiki/c.txt")))  # nothing reads it
+        assert flushed(watcher, out) == ChangeSet(paths=frozenset({"wiki/a.md", "b.md"}))
+        fake.emit(DirDeletedEvent(str(root / ".hidden")))
+        fake.emit(DirCreatedEvent(str(root / ".git/objects")))
+        assert flushed(watcher, out) == ChangeSet(paths=frozenset({"wiki/a.md"}))
+    finally:
+        watcher.stop()
+
+
 def test_events_outside_the_vault_are_dropped(root: Path) -> None:
     watcher, fake, out = make(root / "vault")
     try:

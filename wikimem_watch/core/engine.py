@@ -258,6 +258,24 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
             out.update(dict.fromkeys(sorted(self._links_to.get(rel, ()))))
         return list(out)
 
+    def links_reading(self, rel: str, *, below: bool = False) -> list[str]:
+        """The symlinks in the vault that lead to ``rel`` (``below``: to a path below the
+        folder ``rel``), a note there or not: a change of a target no walk lists (in a
+        dot-folder, a ``.txt``) is a change of the symlinks that read it. Any thread may
+        ask (the watcher's does, for each file it would drop)."""
+        if not self._links_to:  # most vaults have no symlinks: no lock per dropped event
+            return []
+        with self.lock:
+            if not below:
+                return sorted(self._links_to.get(rel, ()))
+            prefix = rel.rstrip("/") + "/"
+            return sorted(
+                link
+                for target, links in self._links_to.items()
+                if target.startswith(prefix)
+                for link in links
+            )
+
     def _prepare_all(self, rels: list[str]) -> Iterator[Prepared | None]:
         """Each file prepared, in order. A cold scan (nothing recorded, so every file is
         prepared as new and nothing here changes) shares the files with a helper process

@@ -31,7 +31,7 @@ from ..config import Config, cache_dir_problem
 from ..core.engine import Engine
 from ..core.plan import plan_scan
 from ..errors import ConfigError, WatchError
-from .journal import Journal
+from .journal import JOURNAL_NAME, Journal
 from .methods import STOP_AFTER_REPLY
 from .reports import DaemonReports
 from .runtime import (
@@ -172,6 +172,8 @@ class Daemon(VaultScans, DaemonReports):
             self.engine.note_filter.accepts,
             debounce_ms=config.debounce_ms,
             ignore_dirs=_inside(config.vault, config.cache_path),
+            links=self.engine.links_reading,
+            own_files=(JOURNAL_NAME,),
             force_polling=self.force_polling,
             observer_factory=observer_factory,
         )

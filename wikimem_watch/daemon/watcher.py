@@ -4,7 +4,8 @@ It owns the OS layer and nothing else: it never reads or parses a note. Each eve
 vault-relative paths (a move gives both ends), a directory event becomes a directory to
 re-list (the daemon expands it against the index), and anything inside a dot-folder (the
 ``.wikimem`` cache, ``.git``, ``.obsidian``) or not a note is dropped at once, so cache
-writes and editor swap files never cause work. Events are held until the vault has been
+writes and editor swap files never cause work, unless a symlink note leads there (``links``):
+then it is that note that changed. Events are held until the vault has been
 quiet for ``debounce_ms`` (or ``max_wait_ms`` has passed), then flushed as one
 :class:`ChangeSet`. A lost-events signal from the OS, or more pending paths than
 ``max_pending``, turns the change set into a full rescan.
@@ -216,6 +217,8 @@ class Watcher(FileSystemEventHandler):
         max_wait_ms: int = 1000,
         max_pending: int = 50_000,
         ignore_dirs: tuple[str, ...] = (),
+        links: Callable[..., list[str]] | None = None,
+        own_files: tuple[str, ...] = (),
         force_polling: bool = False,
         observer_factory: ObserverFactory | None = None,
         polling_factory: ObserverFactory | None = None,
@@ -228,6 +231,10 @@ class Watcher(FileSystemEventHandler):
         self.max_wait_s = max(max_wait_ms / 1000.0, self.debounce_s)
         self.max_pending = max_pending
         self.ignore_dirs = tuple(d.rstrip("/") for d in ignore_dirs if d)
+        # ``links(rel, below=...)``: the symlink notes that read ``rel`` (or a path below the
+        # folder ``rel``), which is no note itself: their target changed (``Engine.links_reading``).
+        self.links = links or (lambda rel, below=False: [])
+        self.own_files = frozenset(own_files)  # vault-relative: files the daemon writes (journal)
         self.force_polling = force_polling
         self.observer_factory = observer_factory or native_observer
         self.polling_factory = polling_factory or polling_observer
@@ -326,8 +333,23 @@ class Watcher(FileSystemEventHandler):
         if isinstance(event, DirAttribEvent) and rels == [""]:
             return [], []  # the vault's own mode or mtime: not worth a full rescan
         if event.is_directory:
-            return [], [r for r in rels if self._visible_dir(r)]
-        return [r for r in rels if self.accepts(r)], []
+            dirs = [r for r in rels if self._visible_dir(r)]
+            # A dot-folder moved or deleted: the symlink notes that read a file in it.
+            hidden = [r for r in rels if r not in dirs]
+            return [link for r in hidden for link in self._links(r, below=True)], dirs
+        notes = [r for r in rels if self.accepts(r)]
+        # A file that is no note (``a.txt``, in a dot-folder) a symlink note leads to.
+        return notes + [link for r in rels if r not in notes for link in self._links(r)], []
+
+    def _links(self, rel: str, *, below: bool = False) -> list[str]:
+        """``links``, never for the daemon's own files (the cache dir, the journal): a
+        symlink note that reads one was read again for each write its own reading caused
+        (a journal line), without end."""
+        if rel in self.own_files or any(
+            rel == d or rel.startswith(d + "/") for d in self.ignore_dirs
+        ):
+            return []
+        return self.links(rel, below=below)
 
     def _rel(self, path: str) -> str | None:
         try:
