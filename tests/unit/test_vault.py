@@ -159,6 +159,26 @@ def test_a_symlink_inside_the_vault_is_indexed_and_follows_its_target(vault: Pat
     assert engine.files == {} and engine.digest() == fresh(vault).digest()
 
 
+def test_a_symlink_skipped_with_its_target_is_read_again_when_the_target_is_fixed(
+    vault: Path,
+) -> None:
+    # A skipped symlink kept no target, so applying the target (all the watcher reports)
+    # left it skipped while a fresh scan indexed it.
+    target = write(vault, "wiki/big.md", "# Big\n\nbinary\x00 here\n")
+    (vault / "alias.md").symlink_to(Path("wiki") / "big.md")
+    engine = fresh(vault)
+    assert set(engine.skipped) == {"alias.md", "wiki/big.md"}
+    target.write_text("# Big\n\nfixed text\n", encoding="utf-8")
+    engine.apply(["wiki/big.md"])
+    assert set(engine.files) == {"alias.md", "wiki/big.md", "wiki/people.md"}
+    assert engine.skipped == {}
+    assert engine.digest() == fresh(vault).digest()
+    target.write_bytes(b"# Big\n\nbinary\x00 again\n")
+    engine.apply(["wiki/big.md"])
+    assert set(engine.skipped) == {"alias.md", "wiki/big.md"}
+    assert set(engine.files) == {"wiki/people.md"}
+
+
 def test_a_symlinked_directory_is_not_walked_and_an_outside_one_is_reported(
     vault: Path, outside: Path
 ) -> None:

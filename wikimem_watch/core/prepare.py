@@ -20,7 +20,7 @@ from ..vectors.texts import embedding_texts
 from .facts import asked_before, ends_asking, indexed_text, make_tokenizer
 from .models import Entry
 from .parse import parse_note, text_hash
-from .vault import NoteFilter, SkipFile, dangling_target, read_note
+from .vault import NoteFilter, SkipFile, dangling_target, link_target, read_note
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,8 @@ class Prepared:
 
     rel: str
     gone: bool = False
-    dangling: str | None = None  # gone, a symlink to this vault path: read when it comes
+    # Gone or skipped, a symlink to this vault path: read again when that path is applied.
+    dangling: str | None = None
     skip: str = ""
     record: FileRecord | None = None
     entries: tuple[Entry, ...] = ()
@@ -91,8 +92,9 @@ class FilePreparer:
             note = read_note(self.root, rel, follow_external=follow, real_root=real_root)
         except FileNotFoundError:
             return Prepared(rel, gone=True, dangling=dangling_target(self.root, rel, real_root))
-        except SkipFile as exc:
-            return Prepared(rel, skip=exc.reason)
+        except SkipFile as exc:  # a symlink skipped with its target (binary, a FIFO): the
+            # target fixed, it is read again (``dangling``), as a fresh scan would read it
+            return Prepared(rel, skip=exc.reason, dangling=link_target(self.root, rel, real_root))
         digest = text_hash(note.text)
         if old is not None and old.text_hash == digest and old.target == note.target:
             return Prepared(

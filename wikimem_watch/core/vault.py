@@ -222,8 +222,17 @@ def dangling_target(root: Path, rel: str, real_root: str | None = None) -> str |
     """The vault-relative path a dangling symlink at ``rel`` leads to, when inside the vault
     (``None``: not a symlink, not dangling, or leading out): the note it will read once that
     path is made again."""
+    if os.path.exists(os.path.join(root, *rel.split("/"))):
+        return None
+    return link_target(root, rel, real_root)
+
+
+def link_target(root: Path, rel: str, real_root: str | None = None) -> str | None:
+    """The vault-relative path the symlink at ``rel`` leads to, when inside the vault
+    (``None``: not a symlink, or leading out): a symlink not indexed now (dangling, or
+    skipped with its target) is read again when that path changes."""
     path = os.path.join(root, *rel.split("/"))
-    if not os.path.islink(path) or os.path.exists(path):
+    if not os.path.islink(path):
         return None
     real_root = real_root or os.path.realpath(root)
     real = os.path.realpath(path)
