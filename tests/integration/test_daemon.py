@@ -573,3 +573,19 @@ def test_a_symlink_note_to_a_file_no_walk_lists_follows_its_edits_at_once(
     eventually(searchable(rpc, "delta", set()), "the .txt target's folder moved")
     assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
     rpc.close()
+
+
+def test_a_note_written_in_place_through_a_hard_link_changes_under_every_name(
+    vault: Path, start_daemon: Callable[..., DaemonProc]
+) -> None:
+    """Two names of one file: the OS reports the name written, a fresh scan reads both."""
+    os.link(vault / "wiki" / "people.md", vault / "diary" / "2026-07-21.md")
+    proc = start_daemon(vault)
+    rpc = proc.rpc()
+    assert paths_for(rpc, "sailing") == {"wiki/people.md", "diary/2026-07-21.md"}
+    with open(vault / "wiki" / "people.md", "w", encoding="utf-8") as note:  # in place
+        note.write("## 09:00\nAnn rows a kayak.\n")
+    eventually(searchable(rpc, "kayak", {"wiki/people.md", "diary/2026-07-21.md"}), "both names")
+    check = wikimem("check", "--vault", str(vault), "--socket", str(proc.sock), "--wait", "5")
+    assert check.returncode == 0, check.stdout
+    rpc.close()

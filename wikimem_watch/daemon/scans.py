@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -233,11 +234,31 @@ class VaultScans:
         paths = set(changes.paths)
         for rel in changes.dirs:
             paths.update(self._under(rel))
+        paths |= self._hard_links(paths)
         self._reported(changes, paths)
         stats = self._apply(sorted(paths), external=True)
         self._log_skipped(stats.skipped)
         if stats.changed or stats.removed:
             log.debug("applied %d changed, %d removed", len(stats.changed), len(stats.removed))
+
+    def _hard_links(self, paths: Iterable[str]) -> set[str]:
+        """The indexed notes that are the same file as one of ``paths`` (hard links): a
+        file written in place through one of its names changes them all, and the OS names
+        only that one (the others kept their old text until the safety rescan). A ``stat``
+        per path; the index is looked through only for a file with more than one link."""
+        inodes: set[int] = set()
+        for rel in paths:
+            try:
+                st = os.stat(os.path.join(self.config.vault, *rel.split("/")))
+            except (OSError, ValueError):
+                continue
+            if st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
+                inodes.add(st.st_ino)
+        if not inodes:
+            return set()
+        with self.engine.lock:  # the write path applies on its own thread
+            files = list(self.engine.files.items())
+        return {rel for rel, record in files if record.stat and record.stat[3] in inodes}
 
     def _log_skipped(self, paths: Iterable[str]) -> None:
         """Log the files a change left out of the index, as a parse warning is: the first
