@@ -589,3 +589,29 @@ def test_a_note_written_in_place_through_a_hard_link_changes_under_every_name(
     check = wikimem("check", "--vault", str(vault), "--socket", str(proc.sock), "--wait", "5")
     assert check.returncode == 0, check.stdout
     rpc.close()
+
+
+def test_edits_in_a_folder_unreadable_at_the_start_are_seen_once_it_is_readable(
+    vault: Path, start_daemon: Callable[..., DaemonProc], tmp_path: Path
+) -> None:
+    """A folder that cannot be read gets no watch; made readable, its notes were listed
+    again, but their edits after that were not seen until the safety rescan."""
+    if not _permissions_hold(tmp_path):
+        pytest.skip("this process reads any folder (root)")
+    wiki = vault / "wiki"
+    wiki.chmod(0)
+    try:
+        proc = start_daemon(vault)
+        rpc = proc.rpc()
+        assert paths_for(rpc, "sailing") == set()
+        wiki.chmod(0o755)
+        eventually(searchable(rpc, "sailing", {"wiki/people.md"}), "its notes listed")
+        (wiki / "people.md").write_text("# People\n\n## Ann\nAnn rows a kayak.\n", "utf-8")
+        (wiki / "new.md").write_text("# New\n\nquokka\n", "utf-8")
+        eventually(searchable(rpc, "kayak", {"wiki/people.md"}), "an edit in it")
+        eventually(searchable(rpc, "quokka", {"wiki/new.md"}), "a note made in it")
+        v, s = str(vault), str(proc.sock)
+        assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+        rpc.close()
+    finally:
+        wiki.chmod(0o755)

@@ -348,6 +348,30 @@ def test_an_observer_whose_reader_thread_died_is_replaced_and_a_rescan_follows(
         watcher.stop()
 
 
+def test_a_rearm_starts_a_new_observer_before_the_old_stops_and_relists_the_folders(
+    root: Path,
+) -> None:
+    # A folder readable again had no watch: every folder is watched anew, then it is
+    # re-listed (no full rescan: the old observer watched until the new one did).
+    first, second = FakeObserver(), FakeObserver()
+    observers = iter([first, second])
+    out: queue.Queue[ChangeSet] = queue.Queue()
+    watcher = Watcher(root, out, NoteFilter().accepts, observer_factory=lambda: next(observers))
+    watcher.start()
+    try:
+        assert watcher.revive() is False  # alive, and nothing asked
+        watcher.rearm(["wiki"])
+        assert watcher.revive() is True and second.started
+        assert flushed(watcher, out) == ChangeSet(dirs=frozenset({"wiki"}))
+        assert watcher.revive() is False
+        deadline = time.monotonic() + 5
+        while not first.stopped and time.monotonic() < deadline:
+            time.sleep(0.01)  # stopped on a thread of its own
+        assert first.stopped
+    finally:
+        watcher.stop()
+
+
 def test_change_sets_waiting_one_behind_the_other_are_taken_as_one() -> None:
     changes = ChangeQueue()
     changes.put(ChangeSet(frozenset({"a.md"})))

@@ -293,8 +293,10 @@ class VaultScans:
         def below(rel: str, why: str) -> bool:
             return why.startswith(UNREADABLE_DIR) and (rel == rel_dir or rel.startswith(prefix))
 
-        kept = {rel: why for rel, why in self.engine.linked_dirs.items() if not below(rel, why)}
+        old = self.engine.linked_dirs
+        kept = {rel: why for rel, why in old.items() if not below(rel, why)}
         self.engine.linked_dirs = {**kept, **unreadable}
+        self._rewatch(old)
 
     def _stat_walk(self) -> dict[str, StatKey]:
         """Every note's ``stat_key``, through symlinks: an external target followed
@@ -305,8 +307,17 @@ class VaultScans:
         out = disk_stats(
             self.config.vault, iter_notes(self.config.vault, self.engine.note_filter, linked_dirs)
         )
-        self.engine.linked_dirs = linked_dirs
+        old, self.engine.linked_dirs = self.engine.linked_dirs, linked_dirs
+        self._rewatch(old)
         return out
+
+    def _rewatch(self, old: dict[str, str]) -> None:
+        """Have the watcher watch again the folders that could not be read in ``old`` (the
+        last ``linked_dirs``) and can now: none of them was given a watch."""
+        now = self.engine.linked_dirs
+        again = [r for r, why in old.items() if why.startswith(UNREADABLE_DIR) and r not in now]
+        if again:
+            self.watcher.rearm(again)
 
     def _safety_rescan(self) -> None:  # then the writer saves the snapshot when idle
         started = time.perf_counter()

@@ -246,6 +246,7 @@ class Watcher(FileSystemEventHandler):
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._filter = _OverflowFilter(self.overflow)
+        self._rearm: set[str] = set()  # folders to re-list once every folder is watched again
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -273,26 +274,44 @@ class Watcher(FileSystemEventHandler):
         observer.start()
         return observer
 
+    def rearm(self, dirs: Iterable[str]) -> None:
+        """Ask for a new observer, then ``dirs`` (vault-relative) re-listed: a folder that
+        could not be read when it was to be watched (``chmod 000``, at the start or when it
+        came) got no watch, and once readable again its notes were listed but their edits
+        never seen. The next ``revive`` does it (the daemon's main thread)."""
+        with self._cond:
+            self._rearm.update(dirs)
+
     def revive(self) -> bool:
-        """Watch again with a new observer when a thread of the running one has died, and
-        rescan for what it missed; True when it did. Watchdog's inotify reader ends on an
-        error in its own bookkeeping (a folder moved out of the vault, a folder of that name
-        made and deleted, then the moved one deleted outside: ``KeyError``), and from then
-        on no change was seen until the safety rescan, while ``status`` still said native."""
+        """Watch again with a new observer when a thread of the running one has died (then
+        rescan for what it missed) or ``rearm`` asked it; True when it did. Watchdog's
+        inotify reader ends on an error in its own bookkeeping (a folder moved out of the
+        vault, a folder of that name made and deleted, then the moved one deleted outside:
+        ``KeyError``), and from then on no change was seen until the safety rescan, while
+        ``status`` still said native."""
         observer = self._observer
-        if observer is None or _alive(observer):
+        with self._cond:
+            rearm, self._rearm = self._rearm, set()
+        if observer is None:
             return False
-        log.warning("the file watcher stopped working; watching again, a full rescan follows")
-        # Stopped on a thread of its own: watchdog joins its threads without a deadline.
-        threading.Thread(target=observer.stop, name="watch-stop", daemon=True).start()
-        try:
+        dead = not _alive(observer)
+        if not (dead or rearm):
+            return False
+        if dead:
+            log.warning("the file watcher stopped working; watching again, a full rescan follows")
+        try:  # the new one watches before the old one stops: no change in between unseen
             self._observer, self.kind = self._start_observer()
         except OSError as exc:  # said once: the safety rescan is all that is left
             log.error("cannot watch the vault again (%s); only the safety rescan sees changes", exc)
             self._observer, self.kind = None, "none"
             return False
-        with self._cond:  # after the new observer started: nothing changes unseen between
-            self._mark(rescan=True)
+        finally:  # on a thread of its own: watchdog joins its threads without a deadline
+            threading.Thread(target=observer.stop, name="watch-stop", daemon=True).start()
+        if dead:
+            with self._cond:
+                self._mark(rescan=True)
+        else:
+            self._add([], sorted(rearm))
         return True
 
     def stop(self) -> None:
