@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 from daemon_harness import DaemonProc, child_env, eventually, short_socket_path, wikimem
+from test_daemon_untrusted import running
 from test_http_embedder import Stub, stub  # noqa: F401  (the fixture)
+
+from tests.conftest import FakeObserver
+from wikimem_watch.config import load_config
+from wikimem_watch.daemon.service import Daemon
 
 
 def settled(daemon: DaemonProc) -> bool:
@@ -311,26 +316,31 @@ def test_stop_with_a_bad_wait_is_refused_and_leaves_the_daemon_running(
 
 
 def test_check_compares_the_folders_status_lists_as_not_entered(
-    vault: Path, tmp_path: Path, start_daemon: Callable[..., DaemonProc]
+    vault: Path, tmp_path: Path
 ) -> None:
-    """A symlinked folder leading outside is listed in ``status``; the watcher does not
-    report its removal (not a note), so ``check`` must: it said "ok" while ``status`` still
-    listed the link."""
+    """A symlinked folder leading outside is listed in ``status``; one removed while the
+    watcher told nothing of it (here a scripted observer that tells nothing) must be told by
+    ``check``: it said "ok" while ``status`` still listed the link."""
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "o.md").write_text("out there\n", encoding="utf-8")
     (vault / "linked").symlink_to(outside, target_is_directory=True)
-    daemon = start_daemon(vault)
-    args = ("check", "--vault", str(vault), "--socket", str(daemon.sock))
-    assert wikimem(*args).returncode == 0
-    (vault / "linked").unlink()
-    if "linked" not in [s["path"] for s in daemon.result("status")["skipped"]]:
-        pytest.skip("the watcher reported the symlink's removal: nothing stale to check")
-    stale = wikimem(*args)
-    assert stale.returncode == 1, stale.stdout
-    assert "skipped differs:   linked" in stale.stdout
-    daemon.result("reindex")
-    assert wikimem(*args).returncode == 0
+    daemon = Daemon(
+        load_config(vault),
+        socket_path=short_socket_path(),
+        safety_rescan_s=0,
+        observer_factory=FakeObserver,
+    )
+    args = ("check", "--vault", str(vault), "--socket", str(daemon.socket_path))
+    with running(daemon):
+        eventually(lambda: daemon.state == "ready", "ready")
+        assert wikimem(*args).returncode == 0
+        (vault / "linked").unlink()
+        stale = wikimem(*args)
+        assert stale.returncode == 1, stale.stdout
+        assert "skipped differs:   linked" in stale.stdout
+        daemon.reindex()
+        assert wikimem(*args).returncode == 0
 
 
 def test_check_scans_the_notes_the_daemon_indexes_not_the_flags_given_to_check(

@@ -347,3 +347,34 @@ def test_a_symlink_note_to_the_journal_is_not_read_again_for_each_line_its_readi
         (vault / "wiki" / f"{word}.md").write_text(f"# M\n\n{word}\n", "utf-8")
         eventually(functools.partial(found, word), word)
     assert lines_on_log() == ["create"]
+
+
+def test_a_folder_symlinked_out_of_the_vault_made_moved_or_removed_shows_at_once(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
+    """Watchdog reports a symlink to a folder as a file, which the watcher dropped: `status`
+    (and so `check`) named such a folder, or stopped naming it, only at the safety rescan."""
+    vault, outside = daemon.vault, tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_text("# X\n\nelsewhere\n", "utf-8")
+    v, s = str(vault), str(daemon.sock)
+
+    def named(paths: set[str]) -> Callable[[], bool]:
+        return lambda: set(skipped(daemon)) == paths
+
+    (vault / "wiki" / "ext").symlink_to(outside, target_is_directory=True)
+    eventually(named({"wiki/ext"}), "a symlinked folder made")
+    assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+    (vault / "wiki" / "ext").rename(vault / "ext")
+    eventually(named({"ext"}), "moved")
+    (vault / "ext").unlink()
+    eventually(named(set()), "removed")
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "link").symlink_to(outside, target_is_directory=True)
+    incoming.rename(vault / "incoming")  # a folder holding one, moved in and out
+    eventually(named({"incoming/link"}), "a folder holding one moved in")
+    assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+    (vault / "incoming").rename(tmp_path / "gone")
+    eventually(named(set()), "and moved out")
+    assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0

@@ -21,6 +21,7 @@ from wikimem_watch.core.vault import (
     NoteFilter,
     SkipFile,
     iter_notes,
+    linked_out,
     notes_below,
     read_note,
 )
@@ -284,6 +285,22 @@ def test_notes_below_names_the_folders_it_cannot_list(
     assert notes_below(tmp_path, "wiki/locked", NoteFilter(), unreadable) == []
     why = "folder not readable (Permission denied); its notes are not indexed"
     assert unreadable == {"wiki/locked": why}
+
+
+def test_notes_below_names_the_folders_symlinked_out_of_the_vault_as_the_walk_does(
+    vault: Path, outside: Path
+) -> None:
+    (vault / "wiki" / "ext").symlink_to(outside.parent, target_is_directory=True)
+    (vault / "wiki" / "inner").symlink_to(vault / "wiki", target_is_directory=True)
+    (vault / "wiki" / "up").symlink_to(vault, target_is_directory=True)  # out of wiki only
+    linked: dict[str, str] = {}
+    assert notes_below(vault, "wiki", NoteFilter(), linked) == ["wiki/people.md"]
+    walked: dict[str, str] = {}
+    list(iter_notes(vault, NoteFilter(), walked))
+    assert linked == walked and list(linked) == ["wiki/ext"]
+    assert linked_out(vault, "wiki/ext") == linked["wiki/ext"]  # the folder itself
+    assert linked_out(vault, "wiki/inner") is None and linked_out(vault, "wiki/up") is None
+    assert linked_out(vault, "wiki") is None
 
 
 def test_a_folder_made_unreadable_drops_its_notes_as_a_fresh_scan_leaves_them_out(

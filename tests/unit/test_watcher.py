@@ -211,6 +211,31 @@ def test_a_file_no_note_that_a_symlink_note_reads_is_a_change_of_that_note(root:
         watcher.stop()
 
 
+def test_a_symlink_to_a_folder_told_as_a_file_is_a_folder_to_relist(root: Path) -> None:
+    # Made or moved: a symlink now. Removed: one ``status`` names (``linked_dir``).
+    (root / "outside").mkdir()
+    (root / "wiki").mkdir()
+    (root / "wiki/ext").symlink_to(root / "outside", target_is_directory=True)
+    fake = FakeObserver()
+    out: queue.Queue[ChangeSet] = queue.Queue()
+    watcher = Watcher(
+        root,
+        out,
+        NoteFilter().accepts,
+        linked_dir=lambda rel: rel == "old",
+        observer_factory=lambda: fake,
+    )
+    watcher.start()
+    try:
+        fake.emit(FileCreatedEvent(str(root / "wiki/ext")))
+        fake.emit(FileDeletedEvent(str(root / "old")))
+        fake.emit(FileCreatedEvent(str(root / "wiki/picture.png")))  # no symlink: dropped
+        fake.emit(FileDeletedEvent(str(root / "gone.pdf")))
+        assert flushed(watcher, out) == ChangeSet(dirs=frozenset({"wiki/ext", "old"}))
+    finally:
+        watcher.stop()
+
+
 def test_events_outside_the_vault_are_dropped(root: Path) -> None:
     watcher, fake, out = make(root / "vault")
     try:

@@ -100,7 +100,7 @@ def iter_notes(
             target = os.path.realpath(base / d)
             rel = rel_path(root, base / d)
             if linked_dirs is not None and rel is not None and not is_inside(real_root, target):
-                linked_dirs[rel] = f"symlinked directory outside the vault ({target}); not followed"
+                linked_dirs[rel] = _led_out(target)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             rel = prefix + name
@@ -108,13 +108,28 @@ def iter_notes(
                 yield rel
 
 
+def _led_out(target: str) -> str:
+    return f"symlinked directory outside the vault ({target}); not followed"
+
+
+def linked_out(root: Path, rel: str) -> str | None:
+    """Why the walk does not enter ``rel`` when it is a symlinked folder that leads out of
+    the vault (as ``iter_notes`` records it), else ``None``."""
+    path = os.path.join(root, *rel.split("/"))
+    if not (os.path.islink(path) and os.path.isdir(path)):
+        return None
+    target = os.path.realpath(path)
+    return None if is_inside(os.path.realpath(root), target) else _led_out(target)
+
+
 def notes_below(
-    root: Path, rel_dir: str, note_filter: NoteFilter, unreadable: dict[str, str] | None = None
+    root: Path, rel_dir: str, note_filter: NoteFilter, linked: dict[str, str] | None = None
 ) -> list[str]:
     """The notes under the vault directory ``rel_dir`` (vault-relative paths); none when
     ``rel_dir`` is reached through a symlink (its notes live elsewhere, or outside).
-    ``unreadable``, when given, gets the folders at or below ``rel_dir`` that cannot be
-    listed (vault-relative path → reason, as ``iter_notes`` gives them)."""
+    ``linked``, when given, gets the folders below ``rel_dir`` (or it) that the walk does
+    not enter: those that cannot be listed and the symlinked ones leading out of the vault
+    (vault-relative path → reason, as ``iter_notes`` gives them)."""
     base = root / rel_dir
     real_root = os.path.realpath(root)
     if os.path.realpath(base) != os.path.join(real_root, *rel_dir.split("/")):
@@ -124,10 +139,15 @@ def notes_below(
     prefix = rel_dir.rstrip("/") + "/"
     found: dict[str, str] = {}
     notes = [prefix + rel for rel in iter_notes(base, note_filter, found)]
-    if unreadable is not None:
+    if linked is not None:
         for rel, why in found.items():
+            at = rel_dir if rel == "." else prefix + rel
             if why.startswith(UNREADABLE_DIR):
-                unreadable[rel_dir if rel == "." else prefix + rel] = why
+                linked[at] = why
+            else:  # ``found`` said "outside" ``rel_dir``: outside the vault is asked here
+                led_out = linked_out(root, at)
+                if led_out is not None:
+                    linked[at] = led_out
     return notes
 
 

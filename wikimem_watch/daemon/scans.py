@@ -28,7 +28,7 @@ from ..config import Config
 from ..core.engine import ApplyStats, Engine
 from ..core.heap import release_free_heap
 from ..core.snapshot import disk_stats, no_gc, restore_engine, save_snapshot
-from ..core.vault import UNREADABLE_DIR, iter_notes, notes_below
+from ..core.vault import UNREADABLE_DIR, iter_notes, linked_out, notes_below
 from .subscriptions import ChangeFeed
 from .watcher import ChangeSet, Watcher
 
@@ -276,26 +276,25 @@ class VaultScans:
         prefix = rel_dir.rstrip("/") + "/"
         with self.engine.lock:
             out = [p for p in (*self.engine.files, *self.engine.skipped) if p.startswith(prefix)]
-        unreadable: dict[str, str] = {}
-        out.extend(notes_below(self.config.vault, rel_dir, self.engine.note_filter, unreadable))
-        self._relisted(rel_dir, unreadable)
+        linked: dict[str, str] = {}
+        out.extend(notes_below(self.config.vault, rel_dir, self.engine.note_filter, linked))
+        self._relisted(rel_dir, linked)
         if self.engine.note_filter.accepts(rel_dir) and not os.path.isdir(
             os.path.join(self.config.vault, *rel_dir.split("/"))
         ):
             out.append(rel_dir)  # applied as any path: read if a note, dropped if gone
         return out
 
-    def _relisted(self, rel_dir: str, unreadable: dict[str, str]) -> None:
-        """``status`` names the folders at or below ``rel_dir`` that cannot be listed now (a
-        ``chmod`` of one re-lists it), not those of the last walk."""
+    def _relisted(self, rel_dir: str, linked: dict[str, str]) -> None:
+        """``status`` names the folders at or below ``rel_dir`` the walk does not enter now
+        (``linked``: those that cannot be listed, a ``chmod`` of one re-lists it; those
+        symlinked out of the vault), not those of the last walk: ``rel_dir`` itself may be
+        a symlinked folder made, moved or removed (the watcher reports one as a file)."""
         prefix = rel_dir.rstrip("/") + "/"
-
-        def below(rel: str, why: str) -> bool:
-            return why.startswith(UNREADABLE_DIR) and (rel == rel_dir or rel.startswith(prefix))
-
         old = self.engine.linked_dirs
-        kept = {rel: why for rel, why in old.items() if not below(rel, why)}
-        self.engine.linked_dirs = {**kept, **unreadable}
+        kept = {r: why for r, why in old.items() if r != rel_dir and not r.startswith(prefix)}
+        led_out = linked_out(self.config.vault, rel_dir)
+        self.engine.linked_dirs = {**kept, **linked, **({rel_dir: led_out} if led_out else {})}
         self._rewatch(old)
 
     def _stat_walk(self) -> dict[str, StatKey]:

@@ -174,6 +174,7 @@ class Daemon(VaultScans, DaemonReports):
             ignore_dirs=_inside(config.vault, config.cache_path),
             links=self.engine.links_reading,
             own_files=(JOURNAL_NAME,),
+            linked_dir=lambda rel: rel in self.engine.linked_dirs,
             force_polling=self.force_polling,
             observer_factory=observer_factory,
         )

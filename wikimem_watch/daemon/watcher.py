@@ -219,6 +219,7 @@ class Watcher(FileSystemEventHandler):
         ignore_dirs: tuple[str, ...] = (),
         links: Callable[..., list[str]] | None = None,
         own_files: tuple[str, ...] = (),
+        linked_dir: Callable[[str], bool] | None = None,
         force_polling: bool = False,
         observer_factory: ObserverFactory | None = None,
         polling_factory: ObserverFactory | None = None,
@@ -235,6 +236,8 @@ class Watcher(FileSystemEventHandler):
         # folder ``rel``), which is no note itself: their target changed (``Engine.links_reading``).
         self.links = links or (lambda rel, below=False: [])
         self.own_files = frozenset(own_files)  # vault-relative: files the daemon writes (journal)
+        # ``linked_dir(rel)``: ``rel`` is a symlinked folder ``status`` names (leading out).
+        self.linked_dir = linked_dir or (lambda rel: False)
         self.force_polling = force_polling
         self.observer_factory = observer_factory or native_observer
         self.polling_factory = polling_factory or polling_observer
@@ -357,8 +360,16 @@ class Watcher(FileSystemEventHandler):
             hidden = [r for r in rels if r not in dirs]
             return [link for r in hidden for link in self._links(r, below=True)], dirs
         notes = [r for r in rels if self.accepts(r)]
+        others = [r for r in rels if r not in notes]
+        # A symlink to a folder is told as a file: made, moved or removed, it is a folder to
+        # re-list (the walk does not enter it; ``status`` names one that leads out).
+        dirs = [r for r in others if self._visible_dir(r) and self._symlinked(r)]
         # A file that is no note (``a.txt``, in a dot-folder) a symlink note leads to.
-        return notes + [link for r in rels if r not in notes for link in self._links(r)], []
+        return notes + [link for r in others for link in self._links(r)], dirs
+
+    def _symlinked(self, rel: str) -> bool:
+        """``rel`` is a symlink now (an ``lstat``), or was a symlinked folder."""
+        return os.path.islink(os.path.join(self.root, *rel.split("/"))) or self.linked_dir(rel)
 
     def _links(self, rel: str, *, below: bool = False) -> list[str]:
         """``links``, never for the daemon's own files (the cache dir, the journal): a
