@@ -180,6 +180,24 @@ def test_a_symlink_skipped_with_its_target_is_read_again_when_the_target_is_fixe
     assert set(engine.files) == {"wiki/people.md"}
 
 
+def test_a_symlink_loop_broken_by_a_deletion_is_dropped_as_a_fresh_scan_drops_it(
+    vault: Path,
+) -> None:
+    # ``a.md -> b.md -> a.md``: both skipped. ``b.md`` deleted leaves ``a.md`` dangling (no
+    # note), made again as a note gives ``a.md`` its text; ``a.md`` stayed skipped.
+    (vault / "a.md").symlink_to("b.md")
+    (vault / "b.md").symlink_to("a.md")
+    engine = fresh(vault)
+    assert set(engine.skipped) == {"a.md", "b.md"}
+    (vault / "b.md").unlink()
+    engine.apply(["b.md"])
+    assert engine.skipped == {} and engine.digest() == fresh(vault).digest()
+    write(vault, "b.md", "# B\n\nbee\n")
+    engine.apply(["b.md"])
+    assert {"a.md", "b.md"} <= set(engine.files)
+    assert engine.digest() == fresh(vault).digest()
+
+
 def test_a_symlinked_directory_is_not_walked_and_an_outside_one_is_reported(
     vault: Path, outside: Path
 ) -> None:

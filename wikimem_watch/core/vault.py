@@ -256,6 +256,14 @@ def link_target(root: Path, rel: str, real_root: str | None = None) -> str | Non
         return None
     real_root = real_root or os.path.realpath(root)
     real = os.path.realpath(path)
+    if real == os.path.join(real_root, *rel.split("/")):
+        # A symlink loop (``realpath`` gives the path back): the link it leads to first,
+        # whose change (a deletion) may break the loop.
+        try:
+            hop = os.path.join(os.path.dirname(path), os.readlink(path))
+        except OSError:  # no longer a symlink: its own event reads it again
+            return None
+        real = os.path.join(os.path.realpath(os.path.dirname(hop)), os.path.basename(hop))
     if not is_inside(real_root, real) or ("/" in rel and _through_linked_dir(path, real_root, rel)):
         return None
     real_rel = _rel_posix(real_root, real)
