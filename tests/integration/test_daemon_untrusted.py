@@ -369,6 +369,11 @@ def test_a_folder_symlinked_out_of_the_vault_made_moved_or_removed_shows_at_once
     eventually(named({"ext"}), "moved")
     (vault / "ext").unlink()
     eventually(named(set()), "removed")
+    (vault / "ext.md").symlink_to(outside, target_is_directory=True)  # named like a note
+    eventually(named({"ext.md"}), "a symlinked folder named like a note")
+    assert wikimem("check", "--vault", v, "--socket", s, "--wait", "5").returncode == 0
+    (vault / "ext.md").unlink()
+    eventually(named(set()), "removed too")
     incoming = tmp_path / "incoming"
     incoming.mkdir()
     (incoming / "link").symlink_to(outside, target_is_directory=True)

@@ -180,6 +180,20 @@ def test_a_symlink_skipped_with_its_target_is_read_again_when_the_target_is_fixe
     assert set(engine.files) == {"wiki/people.md"}
 
 
+def test_a_folder_symlinked_out_of_the_vault_named_like_a_note_is_a_folder_not_a_note(
+    vault: Path, outside: Path
+) -> None:
+    # The walk names it as a folder it does not enter; read as a note (from an event) it
+    # was "skipped: symlink to ... outside the vault" as well, a second line in ``status``.
+    (vault / "ext.md").symlink_to(outside.parent, target_is_directory=True)
+    with pytest.raises(FileNotFoundError):
+        read_note(vault, "ext.md")
+    engine = fresh(vault)
+    assert list(engine.linked_dirs) == ["ext.md"] and engine.skipped == {}
+    engine.apply(["ext.md"])
+    assert engine.skipped == {}
+
+
 def test_a_symlink_loop_broken_by_a_deletion_is_dropped_as_a_fresh_scan_drops_it(
     vault: Path,
 ) -> None:

@@ -217,6 +217,8 @@ def read_note(
         real_rel = _rel_posix(real_root, real)
         target = real_rel if real_rel != rel else None
     elif not follow_external and os.path.exists(real):
+        if os.path.isdir(real):  # a folder named like a note: the walk names it, not entered
+            raise FileNotFoundError(rel)
         raise SkipFile(
             f"symlink to {real}, outside the vault; not read "
             "(set follow_external_symlinks to index it)"

@@ -363,13 +363,14 @@ class Watcher(FileSystemEventHandler):
         others = [r for r in rels if r not in notes]
         # A symlink to a folder is told as a file: made, moved or removed, it is a folder to
         # re-list (the walk does not enter it; ``status`` names one that leads out).
-        dirs = [r for r in others if self._visible_dir(r) and self._symlinked(r)]
+        dirs = [r for r in rels if self._visible_dir(r) and self._symlinked_dir(r)]
         # A file that is no note (``a.txt``, in a dot-folder) a symlink note leads to.
         return notes + [link for r in others for link in self._links(r)], dirs
 
-    def _symlinked(self, rel: str) -> bool:
-        """``rel`` is a symlink now (an ``lstat``), or was a symlinked folder."""
-        return os.path.islink(os.path.join(self.root, *rel.split("/"))) or self.linked_dir(rel)
+    def _symlinked_dir(self, rel: str) -> bool:
+        """``rel`` is a symlinked folder now (two ``stat``s), or was one ``status`` names."""
+        path = os.path.join(self.root, *rel.split("/"))
+        return (os.path.islink(path) and os.path.isdir(path)) or self.linked_dir(rel)
 
     def _links(self, rel: str, *, below: bool = False) -> list[str]:
         """``links``, never for the daemon's own files (the cache dir, the journal): a
