@@ -1150,3 +1150,48 @@ def test_a_day_of_the_month_said_alone_is_the_most_recent_such_day(
 )
 def test_a_number_with_hao_that_names_no_day_opens_no_window(text: str) -> None:
     assert parse_time_range(text, now=FRI) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("from the first week of May to the second week of June", "2026-05-01", "2026-06-14"),
+        ("the first week of May to the second week of June", "2026-05-01", "2026-06-14"),
+        ("between the first week of May and the second week of June", "2026-05-01", "2026-06-14"),
+        ("between the first and second week of May", "2026-05-01", "2026-05-14"),
+        ("between the first week and the second week of May", "2026-05-01", "2026-05-14"),
+        ("from the first to the third week of June", "2026-06-01", "2026-06-21"),
+        ("the first and second weeks of May", "2026-05-01", "2026-05-14"),
+        ("7月第一周到第二周", "2026-07-01", "2026-07-14"),
+        ("七月的第一周至第二周", "2026-07-01", "2026-07-14"),
+        ("5月第一到第三周", "2026-05-01", "2026-05-21"),
+        ("5月第一周和第二周", "2026-05-01", "2026-05-14"),
+        ("5月第一周到最后一周", "2026-05-01", "2026-05-31"),
+        ("from May 3 to the second week of June", "2026-05-03", "2026-06-14"),
+        ("from last Monday to the second week of July", "2026-07-13", "2026-07-14"),
+        ("从上周一到7月第二周", "2026-07-13", "2026-07-14"),
+        ("从上周一到7月20日", "2026-07-13", "2026-07-20"),  # 一到7 is no "3到4天前"
+        ("上周一到三天前", "2026-07-13", "2026-07-21"),
+    ],
+)
+def test_a_range_whose_ends_are_weeks_of_a_month_opens_the_whole_span_not_its_first_end(
+    text: str, start: str, end: str
+) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None
+    assert (found.start.isoformat(), found.end.isoformat()) == (start, end)
+    assert found.rest == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "from the second week of May to the first week of May",  # backwards
+        "5月第二周到第一周",
+        "7月第一周到第五周",  # July's fifth week is still ahead
+        "from May 3 to the second week of the trip",  # no month to count the week in
+        "from Monday to next Friday",  # the second end opens none: not Monday alone
+    ],
+)
+def test_a_range_with_an_end_that_cannot_be_read_opens_none_not_its_first_end(text: str) -> None:
+    assert parse_time_range(text, now=FRI) is None

@@ -96,37 +96,41 @@ _JOIN = re.compile(
 )
 
 
-def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
+def _context(text: str, b: int, e: int, floor: int = 0) -> tuple[str, int, int]:
     """How the words around text[b:e] read it: ("plain" | "since" | "around" | "week" |
     "same day" | "open", span).
 
     "since May 3", "自从5月3日", "5月3日以来", "从昨天开始", "from May 3 to now" run from that
     day to today, and the span takes in those words; "around May 3", "5月3日左右" are that day
-    give or take one; "before yesterday", "昨天之后" are open-ended.
+    give or take one; "before yesterday", "昨天之后" are open-ended. Nothing before `floor` is
+    read: a range's second end has only its joiner before it (the 一到 of "上周一到7月20日" is
+    no "3到4天前").
     """
-    en_since = en.SINCE_BEFORE.search(text, max(0, b - 16), b)
+    en_since = en.SINCE_BEFORE.search(text, max(floor, b - 16), b)
     if en_since:
         return "since", en_since.start(), e
-    en_from = en.FROM_BEFORE.search(text, max(0, b - 8), b)
+    en_from = en.FROM_BEFORE.search(text, max(floor, b - 8), b)
     if en_from and (to_now := en.TO_NOW_AFTER.match(text, e)):
         return "since", en_from.start(), to_now.end()
     if (
-        en.OPEN_BEFORE.search(text, max(0, b - 12), b)
-        or en.BOUND_BEFORE.search(text, max(0, b - 16), b)
-        or en.OFFSET_BEFORE.search(text, max(0, b - 24), b)
+        en.OPEN_BEFORE.search(text, max(floor, b - 12), b)
+        or en.BOUND_BEFORE.search(text, max(floor, b - 16), b)
+        or en.OFFSET_BEFORE.search(text, max(floor, b - 24), b)
     ):
         return "open", b, e
-    if around := en.AROUND_BEFORE.search(text, max(0, b - 16), b):
+    if around := en.AROUND_BEFORE.search(text, max(floor, b - 16), b):
         return "around", around.start(), e
-    if en.STARTS_WITH_NUMBER.match(text, b) and en.APPROX_BEFORE.search(text, max(0, b - 16), b):
+    if en.STARTS_WITH_NUMBER.match(text, b) and en.APPROX_BEFORE.search(
+        text, max(floor, b - 16), b
+    ):
         return "open", b, e
-    if text[b] in zh.NUMERALS and zh.APPROX_NUMBER_BEFORE.search(text, max(0, b - 2), b):
+    if text[b] in zh.NUMERALS and zh.APPROX_NUMBER_BEFORE.search(text, max(floor, b - 2), b):
         return "open", b, e
-    before = zh.AROUND_BEFORE.search(text, max(0, b - 3), b)  # 差不多: three characters
+    before = zh.AROUND_BEFORE.search(text, max(floor, b - 3), b)  # 差不多: three characters
     if (after := zh.AROUND_AFTER.match(text, e)) or before:
         return "around", before.start() if before else b, after.end() if after else e
-    zh_since = zh.SINCE_BEFORE.search(text, max(0, b - 2), b)
-    zh_from = zh_since or zh.FROM_BEFORE.search(text, max(0, b - 1), b)
+    zh_since = zh.SINCE_BEFORE.search(text, max(floor, b - 2), b)
+    zh_from = zh_since or zh.FROM_BEFORE.search(text, max(floor, b - 1), b)
     first = zh_from.start() if zh_from else b
     if after := zh.SINCE_AFTER.match(text, e):
         return "since", first, after.end()
@@ -138,19 +142,19 @@ def _context(text: str, b: int, e: int) -> tuple[str, int, int]:
         return "since", first, after.end()
     if zh.OPEN_AFTER.match(text, e):
         return "open", b, e
-    return ("since", first, e) if zh_since else _period(text, b, e)
+    return ("since", first, e) if zh_since else _period(text, b, e, floor)
 
 
-def _period(text: str, b: int, e: int) -> tuple[str, int, int]:
+def _period(text: str, b: int, e: int, floor: int = 0) -> tuple[str, int, int]:
     """A day's week ("the week of July 20", 7月20日那周: "week"), today's date in a period
     ("去年的今天", "this day last year": "same day"), or the expression as it is ("plain")."""
-    if week_of := en.WEEK_OF_BEFORE.search(text, max(0, b - 14), b):
+    if week_of := en.WEEK_OF_BEFORE.search(text, max(floor, b - 14), b):
         return "week", week_of.start(), e
     if week_after := zh.WEEK_AFTER.match(text, e):
         return "week", b, week_after.end()
     if same := zh.SAME_DAY_AFTER.match(text, e) or en.SAME_DAY_AFTER.match(text, e):
         return "same day", b, same.end()
-    if same := en.SAME_DAY_BEFORE.search(text, max(0, b - 20), b):
+    if same := en.SAME_DAY_BEFORE.search(text, max(floor, b - 20), b):
         return "same day", same.start(), e
     return "plain", b, e
 
@@ -164,15 +168,35 @@ def _phrase(text: str, b: int, e: int, one_day: bool) -> tuple[int, int]:
     return b, e
 
 
-def _week_of_month(text: str, b: int, e: int) -> tuple[int | None, tuple[int, int]]:
-    """(n, span) when words around text[b:e] count a week of it ("the second week of July",
-    "July's last week", 7月第二周, 5月最后一周: n = 2, -1), else (None, (b, e)). The wider span
-    is what context words ("since", 以来, 大概) stand beside."""
-    if nth := en.NTH_WEEK_BEFORE.search(text, max(0, b - 32), b):
-        return ordinal(nth["nth"]), (nth.start(), e)
+Weeks = tuple[int, int]  # weeks n1..n2 of a month (-1: the last), ``_week_of_month``
+
+
+def _week_of_month(
+    text: str, b: int, e: int, floor: int = 0
+) -> tuple[Weeks | None, tuple[int, int]]:
+    """(weeks, span) when words around text[b:e] count weeks of it ("the second week of July",
+    "July's last week", 7月第二周, 5月最后一周: (2, 2), (-1, -1); "between the first and second
+    week of May", 7月第一周到第二周: (1, 2)), else (None, (b, e)). The wider span is what
+    context words ("since", 以来, 大概) stand beside."""
+    if nth := en.NTH_WEEK_BEFORE.search(text, max(floor, b - 64), b):
+        last = ordinal(nth["nth"])
+        return (ordinal(nth["nth1"]) if nth["nth1"] else last, last), (nth.start(), e)
     if nth := en.NTH_WEEK_AFTER.match(text, e) or zh.NTH_WEEK_AFTER.match(text, e):
-        return ordinal(nth["nth"] or "最后"), (b, nth.end())  # 最后一周: no number
+        last = ordinal(nth["nth"] or "最后")  # 最后一周: no number
+        first = ordinal(nth["nth1"]) if nth.groupdict().get("nth1") else last
+        return (first, last), (b, nth.end())
     return None, (b, e)
+
+
+def _weeks_of(days: Days, weeks: Weeks) -> Days | None:
+    """Weeks n1..n2 of the month ``days`` is, from the first one's first day to the second
+    one's last ("between the first and second week of May": May 1–14); none when either week
+    is none (ahead, or no month) or the second starts before the first."""
+    first = week_of_month(days[0], days[1], weeks[0])
+    last = first if weeks[1] == weeks[0] else week_of_month(days[0], days[1], weeks[1])
+    if first is None or last is None or last[0] < first[0]:
+        return None
+    return first if last is first else (first[0], last[1], None, None)
 
 
 def _rank(m: re.Match[str]) -> tuple[int, int]:
@@ -180,14 +204,14 @@ def _rank(m: re.Match[str]) -> tuple[int, int]:
 
 
 def _resolve(
-    found: re.Match[str], resolve: Resolver, today: date, week: int | None = None
+    found: re.Match[str], resolve: Resolver, today: date, weeks: Weeks | None = None
 ) -> Days | None:
-    """What ``found`` means, or None; ``week``: that week of it (``_week_of_month``)."""
+    """What ``found`` means, or None; ``weeks``: those weeks of it (``_week_of_month``)."""
     try:
         days = resolve(found, today)
     except (ValueError, OverflowError):  # Feb 30, month 13, a year out of range
         return None
-    return days if days is None or week is None else week_of_month(days[0], days[1], week)
+    return days if days is None or weeks is None else _weeks_of(days, weeks)
 
 
 def _match_at(text: str, pos: int, rules: Rules) -> tuple[re.Match[str], Resolver] | None:
@@ -251,27 +275,39 @@ _TO = re.compile(
 
 
 _RANGE_START = re.compile(r"(?:(?<![a-z])(?:from|between)\s+|从|自)$", re.I)
+_BETWEEN = re.compile(r"(?<![a-z])between\s+(?:the\s+)?$", re.I)
+_AND = re.compile(r"\s+and\s+", re.I)
 
 
 def _span_to(
-    text: str, end: int, days: Days, today: date, rules: Rules
+    text: str, b: int, end: int, days: Days, today: date, rules: Rules
 ) -> tuple[int, Days | None] | None:
-    """(end, window) when the expression that ends at ``end`` (read as ``days``) is the first
-    end of a range, else None. The window runs from the first end's start to the second end's
-    end; a second end that comes before the first ("从3月到1月", "from yesterday to July 5")
-    makes the range backwards: (end, None), no window, and not the first end alone."""
+    """(end, window) when the expression text[b:end] (read as ``days``) is the first end of a
+    range, else None. The window runs from the first end's start to the second end's end; a
+    second end that comes before the first ("从3月到1月", "from yesterday to July 5"), or one
+    that opens no window itself ("from Monday to next Friday", "从5月3日到7月第五周" while that
+    week is ahead), makes the range unsound: (end, None), no window, and not the first end
+    alone. "between A and B" joins with "and"; "to the second week of June" counts a week of
+    the month after it."""
     joiner = _TO.match(text, end)
-    hit = _match_at(text, joiner.end(), rules) if joiner else None
+    if joiner is None and _BETWEEN.search(text, max(0, b - 16), b):
+        joiner = _AND.match(text, end)
+    if joiner is None:
+        return None
+    pos = joiner.end()
+    if lead := en.NTH_WEEK_LEAD.match(text, pos):  # "of June", or after "of": "of last month"
+        hit = _match_at(text, lead.start("of"), rules) or _match_at(text, lead.end(), rules)
+        if hit is None:
+            return lead.end(), None  # "from May 3 to the second week of the trip"
+    else:
+        hit = _match_at(text, pos, rules)
     if hit is None:
         return None
     second, resolve2 = hit
-    week, (_, end2) = _week_of_month(text, *second.span())  # "从6月到7月第二周"
-    if _context(text, second.start(), end2)[0] != "plain":
-        return None
-    other = _resolve(second, resolve2, today, week)
-    if other is None:
-        return None
-    if other[1] < days[0]:
+    weeks, (b2, end2) = _week_of_month(text, *second.span(), floor=pos)  # "从6月到7月第二周"
+    mode, _, end2 = _context(text, b2, end2, floor=b2)
+    other = _resolve(second, resolve2, today, weeks) if mode == "plain" else None
+    if other is None or other[1] < days[0]:
         return end2, None
     return end2, (days[0], other[1], None, None)
 
@@ -318,7 +354,7 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
         if days is not None and mode != "plain":
             days = _reshaped(mode, days, today)
         if days is not None and mode == "plain":
-            joined = _span_to(text, e, days, today, rules)
+            joined = _span_to(text, b, e, days, today, rules)
             if joined is None and days[0] == days[1] and week is None:
                 joined = _join(text, found, resolve, days[0], today, rules)
             if joined is not None:

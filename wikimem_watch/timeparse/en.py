@@ -82,12 +82,20 @@ OFFSET_BEFORE = LazyPattern(
 # week of last month") it opens none: which week is meant is not computed.
 WEEK_OF_BEFORE = LazyPattern(r"(?:(?<![a-z])the\s+|^\s*)week\s+of\s+$", re.I)  # not "a week of"
 # "the second week of July", "the last week of last month", "July's first week": that week
-# of the month (``periods.week_of_month``).
+# of the month (``periods.week_of_month``); "between the first and (the) second week of May",
+# "from the first week to the third week of July", "the first and second weeks of May": those
+# weeks and the ones between them.
+_NTH_TO = r"\s+(?:and|or|to|through|thru|till|until)\s+|\s*[-–]\s*"
 NTH_WEEK_BEFORE = LazyPattern(
-    rf"(?:(?<![a-z])(?:in|during)\s+)?(?:(?<![a-z])the\s+)?(?<![a-z0-9])(?P<nth>{_NTH})\s+week"
-    r"\s+(?:(?:of|in)\s+)?$",
+    rf"(?:(?:(?<![a-z])(?:between|from)\s+)?(?:(?<![a-z])the\s+)?(?<![a-z0-9])"
+    rf"(?P<nth1>{_NTH})(?:\s+weeks?)?(?:{_NTH_TO})(?:the\s+)?"
+    rf"|(?:(?<![a-z])(?:in|during)\s+)?(?:(?<![a-z])the\s+)?(?<![a-z0-9]))"
+    rf"(?P<nth>{_NTH})\s+weeks?\s+(?:(?:of|in)\s+)?$",
     re.I,
 )
+# "to the second week of June": a range's second end that counts a week of the month after
+# it (``core._span_to``).
+NTH_WEEK_LEAD = LazyPattern(rf"(?:the\s+)?(?:{_NTH})\s+week\s+(?P<of>(?:of|in)\s+)", re.I)
 NTH_WEEK_AFTER = LazyPattern(rf"(?:'s|’s)\s+(?P<nth>{_NTH})\s+week(?![a-z])", re.I)
 # "this day last year", "on this day a month ago", "a year ago today": that period's day
 # that is today's date (as 去年的今天).

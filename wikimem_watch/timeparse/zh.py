@@ -63,10 +63,13 @@ SAME_DAY_AFTER = LazyPattern(r"的?(?:今天|今日)")
 # 7月20日那周, 7月20号的那个星期: the Monday–Sunday week that holds the day (not 那周三, 那周末).
 WEEK_AFTER = LazyPattern(r"的?[这那]一?个?(?:周|星期|礼拜)(?![一二三四五六七日天末])")
 # 7月第二周, 七月的第一个星期, 5月最后一周, 上个月的第三个礼拜: that week of the month
-# (``periods.week_of_month``); not 第一个星期一 (the first Monday) nor 第一周年.
+# (``periods.week_of_month``); not 第一个星期一 (the first Monday) nor 第一周年. 7月第一周到第二周,
+# 5月第一到第三周, 5月第一周和第二周: those weeks and the ones between them.
+_NTH_NO = r"[0-9]{1,2}|[一二三四五六七八九十]{1,2}"
+_NTH_WEEK = r"(?:周|星期|礼拜)(?![一二三四五六七日天末年])"
 NTH_WEEK_AFTER = LazyPattern(
-    r"的?(?:第(?P<nth>[0-9]{1,2}|[一二三四五六七八九十]{1,2})个?|最后的?一?个?)"
-    r"(?:周|星期|礼拜)(?![一二三四五六七日天末年])"
+    rf"的?(?:第(?P<nth1>{_NTH_NO})个?(?:{_NTH_WEEK})?\s*(?:到|至|~|～|-|–|—|和|与|或)\s*)?"
+    rf"(?:第(?P<nth>{_NTH_NO})个?|最后的?一?个?){_NTH_WEEK}"
 )
 THAT_DAY_AFTER = LazyPattern(r"(?:这|那|当)一?天(?![气空然才生下])")
 # 5月4日前, 周五前要交: "before" (as 之前), where 前 ends the phrase or a word follows it that
@@ -92,7 +95,8 @@ AGO = LazyPattern(
 # 上周, 上上个星期, 这周三, 上周末, 上周一到周三 (but not 这周围, 本周期)
 _WD_SPAN = (
     rf"(?P<wd>[一二三四五六日天]){_WD_TAIL}"
-    r"(?:[到至~-](?:周|星期|礼拜)?(?P<wd2>[一二三四五六日天]))?"
+    r"(?:[到至~-](?:周|星期|礼拜)?(?P<wd2>[一二三四五六日天])"
+    rf"{_WD_TAIL})?"  # 上周一到三天前: from last Monday to three days ago, not Monday–Wednesday
 )
 # 上周的周三, 上个星期的星期三, 上周周末 name the day inside that week too.
 WEEK = LazyPattern(
