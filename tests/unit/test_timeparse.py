@@ -1189,9 +1189,26 @@ def test_a_range_whose_ends_are_weeks_of_a_month_opens_the_whole_span_not_its_fi
         "from the second week of May to the first week of May",  # backwards
         "5月第二周到第一周",
         "7月第一周到第五周",  # July's fifth week is still ahead
+        "从5月3日到7月第五周",
         "from May 3 to the second week of the trip",  # no month to count the week in
         "from Monday to next Friday",  # the second end opens none: not Monday alone
     ],
 )
 def test_a_range_with_an_end_that_cannot_be_read_opens_none_not_its_first_end(text: str) -> None:
     assert parse_time_range(text, now=FRI) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end", "rest"),
+    [
+        ("5月3日到6月", "2026-05-03", "2026-06-30", ""),
+        ("从5月3日到6月第二周", "2026-05-03", "2026-06-14", ""),
+        ("5月3日到6号", "2026-05-03", "2026-05-06", ""),  # a bare day still borrows the month
+    ],
+)
+def test_a_month_after_a_chinese_date_is_a_month_not_a_day_of_the_first(
+    text: str, start: str, end: str, rest: str
+) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None
+    assert (found.start.isoformat(), found.end.isoformat(), found.rest) == (start, end, rest)

@@ -20,7 +20,8 @@ YEARS = range(1900, 2200)  # the years YEAR reads
 # After a day, any four digits are its year: "July 4, 1776" is read whole and refused by
 # ``parse_atom``, so no July 4 of a recent year is opened in its place.
 _DAY_YEAR = r"(?P<y>[0-9]{4})(?![0-9])"
-DAY = r"(?P<d>[0-9]{1,2})(?:st|nd|rd|th)?(?![0-9a-z])"
+# Not before 月: the 6 of "5月3日到6月" is June, not the 6th (a range's bare second day).
+DAY = r"(?P<d>[0-9]{1,2})(?:st|nd|rd|th)?(?![0-9a-z月])"
 
 # Groups: y, m | mn, d | zd.
 ISO = rf"(?<![0-9]){YEAR}[-/](?P<m>[0-9]{{1,2}})[-/](?P<d>[0-9]{{1,2}})(?![0-9])"
