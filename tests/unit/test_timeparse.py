@@ -1212,3 +1212,46 @@ def test_a_month_after_a_chinese_date_is_a_month_not_a_day_of_the_first(
     found = parse_time_range(text, now=FRI)
     assert found is not None
     assert (found.start.isoformat(), found.end.isoformat(), found.rest) == (start, end, rest)
+
+
+@pytest.mark.parametrize(
+    ("text", "now", "start", "end", "rest"),
+    [
+        ("10号到15号", FRI, "2026-07-10", "2026-07-15", ""),
+        ("10号至15号", FRI, "2026-07-10", "2026-07-15", ""),
+        ("从10号到15号", FRI, "2026-07-10", "2026-07-15", ""),
+        ("十号到十五号发生了什么", FRI, "2026-07-10", "2026-07-15", "发生了什么"),
+        ("我10号到15号去了哪", FRI, "2026-07-10", "2026-07-15", "我 去了哪"),
+        ("10号和11号", FRI, "2026-07-10", "2026-07-11", ""),
+        ("10号、11号和12号", FRI, "2026-07-10", "2026-07-12", ""),
+        ("20号到25号", FRI, "2026-06-20", "2026-06-25", ""),  # the 25th is ahead: June's
+        ("10号到15号", datetime(2026, 7, 12, 9, 0), "2026-06-10", "2026-06-15", ""),
+        ("10号和11号", datetime(2026, 7, 10, 9, 0), "2026-06-10", "2026-06-11", ""),
+        ("10号到15号", NEW_YEAR, "2025-12-10", "2025-12-15", ""),
+    ],
+)
+def test_days_of_the_month_said_alone_as_a_range_open_the_span_of_one_month(
+    text: str, now: datetime, start: str, end: str, rest: str
+) -> None:
+    found = parse_time_range(text, now=now)
+    assert found is not None
+    assert (found.start.isoformat(), found.end.isoformat(), found.rest) == (start, end, rest)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "25号到3号",  # which months?
+        "12号和10号",
+        "10号和20号",  # joined days too far apart: not the 10th alone
+        "10号、25号和12号",
+        "10号线到15号线",
+        "从10号线到15号线",
+        "10号到15号线",
+        "3号楼到5号楼",
+        "1号和2号选手",
+        "5号到6号电池",
+    ],
+)
+def test_days_of_the_month_joined_out_of_order_or_naming_no_days_open_none(text: str) -> None:
+    assert parse_time_range(text, now=FRI) is None

@@ -191,14 +191,30 @@ def bare_weekday(m: re.Match[str], today: date) -> Days | None:
 
 def day_of_month(m: re.Match[str], today: date) -> Days | None:
     """10号 with no month: the most recent such day not in the future, in this month or the
-    last (31号 in a month after a 30-day one is none: no such day of the last month)."""
-    day = num(m["d"])
-    if not 1 <= day <= 31:
+    last (31号 in a month after a 30-day one is none: no such day of the last month).
+
+    10号到15号, 10号、11号和12号: all days of the month the last one's rule picks, so the span
+    is never ahead and never reversed; days out of order (25号到3号: which months?) open none,
+    and so do days joined by 和/或/、 a week or more apart (as ``core.JOIN_MAX_DAYS``): the
+    first alone would hide the others."""
+    if not m["d2"]:
+        return one_day(_recent_day_of_month(num(m["d"]), today), m["tod"])
+    days = [num(d) for d in zh.DAY_NUMBERS.compiled().findall(m[0])]
+    last = _recent_day_of_month(days[-1], today)
+    joined = not zh.DAYS_JOINED.isdisjoint(m[0])
+    if days != sorted(days) or (joined and days[-1] - days[0] >= 7):
         return None
+    return last.replace(day=days[0]), last, None, None
+
+
+def _recent_day_of_month(day: int, today: date) -> date:
+    """The most recent `day` of this month or the last, not after today (ValueError: none)."""
+    if not 1 <= day <= 31:
+        raise ValueError(f"no day {day} in a month")
     if day <= today.day:
-        return one_day(today.replace(day=day), m["tod"])
+        return today.replace(day=day)
     last_month, _, _, _ = month_from(today, -1)
-    return one_day(last_month.replace(day=day), m["tod"])  # ValueError: no such day
+    return last_month.replace(day=day)  # ValueError: no such day
 
 
 def absolute(m: re.Match[str], today: date) -> Days | None:
