@@ -1255,3 +1255,31 @@ def test_days_of_the_month_said_alone_as_a_range_open_the_span_of_one_month(
 )
 def test_days_of_the_month_joined_out_of_order_or_naming_no_days_open_none(text: str) -> None:
     assert parse_time_range(text, now=FRI) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "now", "start", "end"),
+    [
+        ("从上个月20号到10号", FRI, "2026-06-20", "2026-07-10"),
+        ("从上个月5号到10号", FRI, "2026-06-05", "2026-06-10"),  # the 10th of that month
+        ("从上个月到10号我去了哪", FRI, "2026-06-01", "2026-07-10"),
+        ("从昨天到25号", FRI, "2026-07-23", "2026-07-24"),  # never past today
+        ("从上个月20号到5号", datetime(2026, 3, 5, 10, 0), "2026-02-20", "2026-03-05"),
+    ],
+)
+def test_a_bare_day_ending_a_range_is_the_next_such_day_not_its_first_end_alone(
+    text: str, now: datetime, start: str, end: str
+) -> None:
+    found = parse_time_range(text, now=now)
+    assert found is not None
+    assert (found.start.isoformat(), found.end.isoformat()) == (start, end)
+    assert "号" not in found.rest
+
+
+def test_a_bare_day_ending_a_range_that_no_month_has_opens_none() -> None:
+    assert parse_time_range("从上个月31号到30号", now=datetime(2026, 3, 5, 10, 0)) is None
+
+
+def test_a_number_with_hao_ending_a_range_that_names_no_day_leaves_the_first_end() -> None:
+    found = parse_time_range("从昨天到3号楼", now=FRI)
+    assert found is not None and found.start == found.end == date(2026, 7, 23)

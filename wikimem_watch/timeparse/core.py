@@ -14,9 +14,9 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import en, resolvers, zh
-from .periods import month_days, week_of_month, year_days
+from .periods import month_days, month_from, week_of_month, year_days
 from .resolvers import Resolver
-from .vocab import LazyPattern, ordinal
+from .vocab import LazyPattern, num, ordinal
 from .window import Days, TimeWindow
 
 # Tried at every position; the earliest match wins, then the longest, then the first here.
@@ -302,7 +302,7 @@ def _span_to(
     else:
         hit = _match_at(text, pos, rules)
     if hit is None:
-        return None
+        return _day_to(text, pos, days, today)
     second, resolve2 = hit
     weeks, (b2, end2) = _week_of_month(text, *second.span(), floor=pos)  # "从6月到7月第二周"
     mode, _, end2 = _context(text, b2, end2, floor=b2)
@@ -310,6 +310,23 @@ def _span_to(
     if other is None or other[1] < days[0]:
         return end2, None
     return end2, (days[0], other[1], None, None)
+
+
+def _day_to(text: str, pos: int, days: Days, today: date) -> tuple[int, Days | None] | None:
+    """(end, window) when text[pos:] is a bare day ending a range, which no rule reads alone
+    (从上个月20号到10号, 从昨天到25号): the first such day on or after the first end's last
+    day, a month on at most (从上个月5号到10号 is June 5–10, 从上个月20号到10号 June 20 – July
+    10), and never past today, as a range of days with no year is not. No such day (in March,
+    从上个月31号到30号: February has no 30th) opens none; anything else is not a range (None)."""
+    if not (day := zh.DAY_AFTER_TO.match(text, pos)):
+        return None
+    first, last, n = days[0], days[1], num(day["d"])
+    try:
+        month = last if n >= last.day else month_from(last, 1)[0]
+        end = month.replace(day=n)
+    except ValueError:
+        return day.end(), None
+    return day.end(), (first, min(end, today) if first <= today else end, None, None)
 
 
 # 《十月围城》, 《星期天的约会》, 《明天会更好》: the title of a work, whatever time words it holds.

@@ -142,15 +142,20 @@ _DAY_NO = r"(?P<d>[0-9]{1,2}|[一二三]?十[一二三四五六七八九]?|[一�
 _TOD_ZH_WORDS = alt([w for w in TOD if not w.isascii()])
 _AT_DAY = rf"{plain(_DAY_NO)}号(?:[这那当]一?天|的时候|的?(?:{_TOD_ZH_WORDS}))"
 _DAY_TO = r"\s*(?P<jn>到|至|~|～|-|–|—|和|与|跟|或|、)\s*"
-DAY_ALONE = LazyPattern(
-    rf"(?:^|(?<=[\s，,。.！!？?；;、：:我你他她们])|(?<=[在于])(?={_AT_DAY})"
-    rf"|从(?={plain(_DAY_NO)}号{plain(_DAY_TO)}))"
-    rf"{_DAY_NO}号(?:{_DAY_TO}(?P<d2>{plain(_DAY_NO)})号)*"  # d2: the last (``DAY_NUMBERS``)
+_DAY_AFTER = (
     rf"(?:的?(?P<tod>{_TOD_ZH_WORDS})"
     r"|(?=$|[\s，,。.！!？?；;、…]|[这那当]一?天|的时候|那会|的日记|左右"
     r"|我|你|他|她|去|回来|回家|回去|来了|到了|吃|喝|做了|干了|做什么|干什么|干嘛|见了|买了"
     r"|发生))"
 )
+DAY_ALONE = LazyPattern(
+    rf"(?:^|(?<=[\s，,。.！!？?；;、：:我你他她们])|(?<=[在于])(?={_AT_DAY})"
+    rf"|从(?={plain(_DAY_NO)}号{plain(_DAY_TO)}))"
+    rf"{_DAY_NO}号(?:{_DAY_TO}(?P<d2>{plain(_DAY_NO)})号)*"  # d2: the last (``DAY_NUMBERS``)
+    rf"{_DAY_AFTER}"
+)
+# 从上个月20号到10号, 从昨天到25号: a bare day as the second end of a range (``core._span_to``).
+DAY_AFTER_TO = LazyPattern(rf"{_DAY_NO}号{_DAY_AFTER}")
 DAY_NUMBERS = LazyPattern(rf"({plain(_DAY_NO)})号")  # every day of a DAY_ALONE match
 DAYS_JOINED = frozenset("和与跟或、")  # joined, not a range: at most a week apart
 MD = LazyPattern(rf"(?<![0-9年{CN}])(?P<atom>{plain(ZH_MD)}){TOD_ZH}")
