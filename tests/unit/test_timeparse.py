@@ -1283,3 +1283,31 @@ def test_a_bare_day_ending_a_range_that_no_month_has_opens_none() -> None:
 def test_a_number_with_hao_ending_a_range_that_names_no_day_leaves_the_first_end() -> None:
     found = parse_time_range("从昨天到3号楼", now=FRI)
     assert found is not None and found.start == found.end == date(2026, 7, 23)
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("from May 3 to June", "2026-05-03", "2026-06-30"),
+        ("from the first week of May to June", "2026-05-01", "2026-06-30"),
+        ("between May 3 and June", "2026-05-03", "2026-06-30"),
+        ("from last Monday to July", "2026-07-13", "2026-07-24"),  # this July ends today
+        ("from December 20 to January", "2025-12-20", "2026-01-31"),
+    ],
+)
+def test_a_month_named_alone_ending_a_range_is_that_month_not_the_first_end_alone(
+    text: str, start: str, end: str
+) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None
+    assert (found.start.isoformat(), found.end.isoformat(), found.rest) == (start, end, "")
+
+
+def test_a_month_named_alone_before_the_first_end_makes_the_range_open_none() -> None:
+    assert parse_time_range("from May 3 to March", now=FRI) is None
+
+
+@pytest.mark.parametrize("text", ["from June 3 to may", "from May 3 to June said hi"])
+def test_a_verb_or_a_name_after_a_date_is_no_month_ending_a_range(text: str) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None and found.start == found.end

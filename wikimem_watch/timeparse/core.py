@@ -302,7 +302,7 @@ def _span_to(
     else:
         hit = _match_at(text, pos, rules)
     if hit is None:
-        return _day_to(text, pos, days, today)
+        return _day_to(text, pos, days, today) or _month_to(text, pos, days, today)
     second, resolve2 = hit
     weeks, (b2, end2) = _week_of_month(text, *second.span(), floor=pos)  # "从6月到7月第二周"
     mode, _, end2 = _context(text, b2, end2, floor=b2)
@@ -327,6 +327,19 @@ def _day_to(text: str, pos: int, days: Days, today: date) -> tuple[int, Days | N
     except ValueError:
         return day.end(), None
     return day.end(), (first, min(end, today) if first <= today else end, None, None)
+
+
+def _month_to(text: str, pos: int, days: Days, today: date) -> tuple[int, Days | None] | None:
+    """(end, window) when text[pos:] is a month named alone ending a range, which no rule reads
+    without a word such as "in" before it ("from May 3 to June", "from the first week of May
+    to June"): the most recent such month, as "in June" is. A lower-case may or march, or a
+    name ("to June said"), is not a range (None)."""
+    if not (month := en.MONTH_AFTER_TO.match(text, pos)):
+        return None
+    other = _resolve(month, resolvers.month_alone, today)
+    if other is None:
+        return None
+    return month.end(), (days[0], other[1], None, None) if other[1] >= days[0] else None
 
 
 # 《十月围城》, 《星期天的约会》, 《明天会更好》: the title of a work, whatever time words it holds.

@@ -139,6 +139,8 @@ MONTH_IN = bounded(
     r"|(?:early|late|mid)(?:-|\s+)|(?<=since\s))"
     rf"(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}"
 )
+# "from May 3 to June": a month named alone as a range's second end (``core._span_to``).
+MONTH_AFTER_TO = bounded(rf"(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}")
 # "July's second week": a month named only by the week after it (``NTH_WEEK_AFTER``).
 MONTH_OF_NTH_WEEK = bounded(rf"(?P<mn>{_MONTH_NAME})(?=(?:'s|’s)\s+(?:{_NTH})\s+week(?![a-z]))")
 MONTH_REL = bounded(rf"(?P<w>last|this)\s+(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}")
