@@ -1311,3 +1311,28 @@ def test_a_month_named_alone_before_the_first_end_makes_the_range_open_none() ->
 def test_a_verb_or_a_name_after_a_date_is_no_month_ending_a_range(text: str) -> None:
     found = parse_time_range(text, now=FRI)
     assert found is not None and found.start == found.end
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "from May to the second week of June",  # "from May" is not read: June's week alone
+        "从春节到7月第二周",  # would hide the range's first part
+        "from the start of the project to yesterday",
+    ],
+)
+def test_the_second_end_of_a_range_whose_first_end_is_not_read_opens_none(text: str) -> None:
+    assert parse_time_range(text, now=FRI) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [
+        ("I walked from the park to the bus yesterday", "2026-07-23"),
+        ("从公司到家里，昨天", "2026-07-23"),
+        ("from Paris to London on May 3", "2026-05-03"),
+    ],
+)
+def test_a_time_after_a_from_to_of_places_is_still_read(text: str, day: str) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None and found.start.isoformat() == found.end.isoformat() == day

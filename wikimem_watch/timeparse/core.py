@@ -274,6 +274,13 @@ _TO = re.compile(
 )
 
 
+# The second end of a range whose first end no rule reads ("from May to the second week of
+# June", 从春节到7月第二周): alone it would hide the first end's days, so it opens none.
+_SECOND_END = re.compile(
+    r"(?:(?<![a-z])(?:from|between)\s+[^\s,.;!?][^,.;!?]{0,30}?\s+"
+    r"(?:to|until|till|through|thru|and)\s+|从[^，。；！？,.;!?\s]{1,12}?(?:到|至))$",
+    re.I,
+)
 _RANGE_START = re.compile(r"(?:(?<![a-z])(?:from|between)\s+|从|自)$", re.I)
 _BETWEEN = re.compile(r"(?<![a-z])between\s+(?:the\s+)?$", re.I)
 _AND = re.compile(r"\s+and\s+", re.I)
@@ -374,10 +381,7 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
         found, resolve = best
         week, span = _week_of_month(text, *found.span())
         mode, b, e = _context(text, *span)
-        if titles and _in_title(titles, *found.span()):
-            mode = "open"  # a title: no window, and nothing inside it matches afterwards
-        if mode == "around" and resolve is resolvers.ago:
-            mode = "open"  # "about 10 days ago", 三天前左右: the slack grows with the count
+        mode = _no_window_after_all(text, titles, found, resolve, mode, b)
         days = None if mode == "open" else _resolve(found, resolve, today, week)
         if days is not None and mode == "same day" and days[0] == days[1]:
             mode, (b, e) = "plain", span  # "yesterday, today": two days, joined below
@@ -394,6 +398,25 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
             return b, e, days
         pos = max(found.end(), e, pos + 1)  # a backwards range: neither end counts
     return None
+
+
+def _no_window_after_all(
+    text: str,
+    titles: list[tuple[int, int]],
+    found: re.Match[str],
+    resolve: Resolver,
+    mode: str,
+    b: int,
+) -> str:
+    """ "open" (no window) where more of the text takes the expression's window away, else
+    `mode`."""
+    if titles and _in_title(titles, *found.span()):
+        return "open"  # a title: no window, and nothing inside it matches afterwards
+    if mode == "around" and resolve is resolvers.ago:
+        return "open"  # "about 10 days ago", 三天前左右: the slack grows with the count
+    if mode == "plain" and _SECOND_END.search(text, max(0, b - 48), b):
+        return "open"  # "from May to the second week of June": the first end is not read
+    return mode
 
 
 def _reshaped(mode: str, days: Days, today: date) -> Days | None:
