@@ -1336,3 +1336,22 @@ def test_the_second_end_of_a_range_whose_first_end_is_not_read_opens_none(text: 
 def test_a_time_after_a_from_to_of_places_is_still_read(text: str, day: str) -> None:
     found = parse_time_range(text, now=FRI)
     assert found is not None and found.start.isoformat() == found.end.isoformat() == day
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("from July 1st to 2 days ago", "2026-07-01", "2026-07-22"),
+        ("between July 1st and 2 days ago", "2026-07-01", "2026-07-22"),
+        ("from July 1 to 2 weeks ago", "2026-07-01", "2026-07-12"),
+        ("7月1日到2天前", "2026-07-01", "2026-07-22"),
+        ("5月3日到2天前", "2026-05-03", "2026-07-22"),
+        ("from May 1 to 3", "2026-05-01", "2026-05-03"),  # a bare day still ends a range
+    ],
+)
+def test_a_count_ending_a_range_is_no_bare_day_of_the_first_ends_month(
+    text: str, start: str, end: str
+) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None
+    assert (found.start.isoformat(), found.end.isoformat(), found.rest) == (start, end, "")

@@ -41,10 +41,15 @@ ATOM = "|".join(plain(p) for p in (ISO, ZH_MD, EN_MD, EN_DM, EN_MY))
 _EN_BARE_DAY = r"[0-9]{1,2}(?:st|nd|rd|th)?(?![0-9a-z])"
 # "May 3 last year", "from the 1st to the 3rd of May, this year": a year named by a word.
 YEAR_WORD = r"(?:,?\s+(?:of\s+)?(?P<yw>last|this|next)\s+year(?![a-z]))"
+# "from July 1st to 2 days ago", 7月1日到2天前: the 2 counts days, it is no bare day.
+_NOT_A_COUNT = (
+    r"(?!\s*(?:(?:days?|weeks?|fortnights?|months?|years?)(?![a-z])"
+    r"|[天日周年]|个|星期|礼拜))"
+)
 RANGE = (
     rf"(?:(?P<btw>between\s+)|from\s+|从)?(?:the\s+)?(?P<a>{ATOM}|{_EN_BARE_DAY})\s*"
     r"(?(btw)and|(?:到|至|to|until|till|through|thru|-|–|—|~|～))"
-    rf"\s*(?:the\s+)?(?P<b>{ATOM}|{plain(BARE_DAY)}){YEAR_WORD}?"
+    rf"\s*(?:the\s+)?(?P<b>{ATOM}|{plain(BARE_DAY)}){_NOT_A_COUNT}{YEAR_WORD}?"
 )
 
 
