@@ -1355,3 +1355,26 @@ def test_a_count_ending_a_range_is_no_bare_day_of_the_first_ends_month(
     found = parse_time_range(text, now=FRI)
     assert found is not None
     assert (found.start.isoformat(), found.end.isoformat(), found.rest) == (start, end, "")
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end", "rest"),
+    [
+        ("从6月初到昨天", "2026-06-01", "2026-07-23", ""),
+        ("上个月初到昨天我做了什么", "2026-06-01", "2026-07-23", "我做了什么"),
+        ("6月底以来", "2026-06-01", "2026-07-24", ""),
+        ("从去年底到今年3月", "2025-01-01", "2026-03-31", ""),
+        ("2025年12月中旬到今年1月", "2025-12-01", "2026-01-31", ""),
+        ("6月底发生了什么", "2026-06-01", "2026-06-30", "发生了什么"),  # as "late June"
+    ],
+)
+def test_a_part_of_a_month_is_the_whole_month_and_can_start_a_range(
+    text: str, start: str, end: str, rest: str
+) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None
+    assert (found.start.isoformat(), found.end.isoformat(), found.rest) == (start, end, rest)
+
+
+def test_a_part_of_a_month_after_the_range_end_opens_none() -> None:
+    assert parse_time_range("6月初到5月20日", now=FRI) is None

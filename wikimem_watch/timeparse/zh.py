@@ -105,17 +105,21 @@ WEEK = LazyPattern(
 )
 WEEKDAY = LazyPattern(rf"(?:周|星期|礼拜){_WD_SPAN}{TOD_ZH}")
 # 上个月, 这个月, 上个月15号 (but not 这个月饼); 去年, 前年 (but not 去年轻化)
+# 6月初, 上个月底, 去年底, 2025年12月中旬: a part of a month or year is read as the whole of it
+# (as "early October" is), and belongs to its span, so "从6月初到昨天" is a range and
+# "6月底以来" runs to today. Not 初一 (a lunar day).
+_PART = r"(?:初(?![一二三四五六七八九十])|底|末|上旬|中旬|下旬)"
 MONTH = LazyPattern(
     r"(?P<w>上上|上|这|本|下)个?(?P<u>月)(?![饼亮光球季嫂票台牙子历色])"
-    rf"(?:(?P<d>{DAY_ZH})[号日](?![0-9]))?"
+    rf"(?:(?P<d>{DAY_ZH})[号日](?![0-9])|{_PART})?"
 )
 # A month written alone: 1-12, 一-十二. Not 两月 (two months) nor 5月3 (a day without 日).
 _MONTH = r"(?P<m>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
-_MONTH_END = rf"月份?(?![0-9{CN}日号饼亮光球季嫂票台牙子历色])"
+_MONTH_END = rf"月份?(?:{_PART}|(?![0-9{CN}日号饼亮光球季嫂票台牙子历色]))"
 # 去年, 前年 (but not 去年轻化); 去年10月, 今年五月份, 去年5月3日
 YEAR_REL = LazyPattern(
     r"(?P<w>大前|前|去|今|明)(?P<u>年)(?![轻纪代龄级华头])"
-    rf"(?:的?{_MONTH}(?:{_MONTH_END}|月(?P<d>{DAY_ZH})[日号](?![楼线])))?"
+    rf"(?:{_PART}|的?{_MONTH}(?:{_MONTH_END}|月(?P<d>{DAY_ZH})[日号](?![楼线])))?"
 )
 # 十月, 10月, 10月份: the most recent such month (not 23年5月, a two-digit year)
 MONTH_ALONE = LazyPattern(rf"(?<![0-9年{CN}个第每]){_MONTH}{_MONTH_END}")
@@ -128,7 +132,7 @@ ROLLING = LazyPattern(
 # 2023年, 2023年5月, 2023年5月3日 (but not 2000年前, "2000 years ago")
 YMD = LazyPattern(
     rf"(?<![0-9]){YEAR}年(?:(?P<m>{DAY_ZH})月(?![0-9])"
-    rf"(?:(?P<d>{DAY_ZH})[日号](?![楼线]){TOD_ZH})?|(?![前后内里来间代以之]))"
+    rf"(?:(?P<d>{DAY_ZH})[日号](?![楼线]){TOD_ZH}|{_PART})?|{_PART}|(?![前后内里来间代以之]))"
 )
 # 10号那天, 我10号去看牙医了: a day of this month or the last, said with no month. 号 also
 # numbers lines, buildings, players, shirts and batteries (10号线, 3号楼, 1号选手, 5号球衣,
