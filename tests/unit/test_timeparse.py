@@ -1378,3 +1378,25 @@ def test_a_part_of_a_month_is_the_whole_month_and_can_start_a_range(
 
 def test_a_part_of_a_month_after_the_range_end_opens_none() -> None:
     assert parse_time_range("6月初到5月20日", now=FRI) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("from last Monday to the 20th", "2026-07-13", "2026-07-20"),
+        ("between last week and the 20th", "2026-07-13", "2026-07-20"),
+        ("from last month to the 5th", "2026-06-01", "2026-07-05"),
+        ("from May 3 to the end of June", "2026-05-03", "2026-06-30"),
+        ("from May 3 to the beginning of June", "2026-05-03", "2026-06-30"),  # as "early June"
+    ],
+)
+def test_an_english_bare_day_or_the_end_of_a_month_ends_a_range_not_its_first_end_alone(
+    text: str, start: str, end: str
+) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None
+    assert (found.start.isoformat(), found.end.isoformat(), found.rest) == (start, end, "")
+
+
+def test_the_end_of_a_month_before_the_first_end_of_a_range_opens_none() -> None:
+    assert parse_time_range("from last Monday to the end of June", now=FRI) is None

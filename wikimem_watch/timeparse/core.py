@@ -321,11 +321,12 @@ def _span_to(
 
 def _day_to(text: str, pos: int, days: Days, today: date) -> tuple[int, Days | None] | None:
     """(end, window) when text[pos:] is a bare day ending a range, which no rule reads alone
-    (从上个月20号到10号, 从昨天到25号): the first such day on or after the first end's last
-    day, a month on at most (从上个月5号到10号 is June 5–10, 从上个月20号到10号 June 20 – July
-    10), and never past today, as a range of days with no year is not. No such day (in March,
-    从上个月31号到30号: February has no 30th) opens none; anything else is not a range (None)."""
-    if not (day := zh.DAY_AFTER_TO.match(text, pos)):
+    (从上个月20号到10号, 从昨天到25号, "from last Monday to the 20th"): the first such day on or
+    after the first end's last day, a month on at most (从上个月5号到10号 is June 5–10,
+    从上个月20号到10号 June 20 – July 10), and never past today, as a range of days with no
+    year is not. No such day (in March, 从上个月31号到30号: February has no 30th) opens none;
+    anything else is not a range (None)."""
+    if not (day := zh.DAY_AFTER_TO.match(text, pos) or en.DAY_AFTER_TO.match(text, pos)):
         return None
     first, last, n = days[0], days[1], num(day["d"])
     try:

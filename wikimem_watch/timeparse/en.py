@@ -139,8 +139,17 @@ MONTH_IN = bounded(
     r"|(?:early|late|mid)(?:-|\s+)|(?<=since\s))"
     rf"(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}"
 )
-# "from May 3 to June": a month named alone as a range's second end (``core._span_to``).
-MONTH_AFTER_TO = bounded(rf"(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}")
+# "from May 3 to June", "to the end of June": a month named alone as a range's second end
+# (``core._span_to``); the end (beginning, middle) of it is read as all of it, as "late June".
+MONTH_AFTER_TO = bounded(
+    rf"(?:the\s+(?:end|beginning|start|middle)\s+of\s+)?(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}"
+)
+# "from last Monday to the 20th": a bare day as a range's second end; not "the 20th floor".
+DAY_AFTER_TO = bounded(
+    r"(?:the\s+)?(?P<d>[0-9]{1,2})(?:st|nd|rd|th)(?![0-9a-z])"
+    r"(?!\s+(?:anniversary|birthday|century|floor|time|place|row|street|avenue|round|minute|hour"
+    r"|day|week|month|year|century|edition|grade|page|chapter)s?(?![a-z]))"
+)
 # "July's second week": a month named only by the week after it (``NTH_WEEK_AFTER``).
 MONTH_OF_NTH_WEEK = bounded(rf"(?P<mn>{_MONTH_NAME})(?=(?:'s|’s)\s+(?:{_NTH})\s+week(?![a-z]))")
 MONTH_REL = bounded(rf"(?P<w>last|this)\s+(?P<mn>{_MONTH_NAME}){_NO_DATE_AFTER}")
