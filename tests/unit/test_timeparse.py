@@ -1400,3 +1400,19 @@ def test_an_english_bare_day_or_the_end_of_a_month_ends_a_range_not_its_first_en
 
 def test_the_end_of_a_month_before_the_first_end_of_a_range_opens_none() -> None:
     assert parse_time_range("from last Monday to the end of June", now=FRI) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "rest"),
+    [
+        ("5月3日至今天", "2026-05-03", ""),
+        ("上周一至今日发生了什么", "2026-07-13", "发生了什么"),
+        ("5月3日至今天气都很好", "2026-05-03", "天气都很好"),  # weather keeps its 天
+    ],
+)
+def test_until_today_in_chinese_leaves_no_stray_day_character_in_the_rest(
+    text: str, start: str, rest: str
+) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None
+    assert (found.start.isoformat(), found.end, found.rest) == (start, date(2026, 7, 24), rest)

@@ -46,7 +46,8 @@ BLOCK = LazyPattern(rf"{_BLOCK_PHRASES}|{alt(_BLOCK_WORDS)}|{_COUNTED_WEEKS}")
 # Context around an expression. "自从X", "X以来", "从X开始", "X至今" run from X to today;
 # "X之后", "X之前", "X左右" are open-ended or vague: no window.
 SINCE_BEFORE, FROM_BEFORE = LazyPattern(r"自从$"), LazyPattern(r"(?:从|自)$")
-SINCE_AFTER = LazyPattern(r"以来|至今|到现在|到如今|到目前为止|到目前|到今天为止")
+# 至今天 / 至今日 whole (5月3日至今天: no 天 left over), but 至今天气 is "so far" + weather.
+SINCE_AFTER = LazyPattern(r"以来|至今(?:天|日)?(?!气)|到现在|到如今|到目前为止|到目前|到今天为止")
 ON_AFTER = LazyPattern(r"开始|起(?![床来身码初先])")
 # 11月20日起, 昨天起我就…: "from X on" without 从, when 起 ends the phrase (not 起晚了, 起飞)
 FROM_ON_AFTER = LazyPattern(r"起(?=$|[\s，,。.！!？?；;、]|[的我你他她咱就都])")
