@@ -1416,3 +1416,10 @@ def test_until_today_in_chinese_leaves_no_stray_day_character_in_the_rest(
     found = parse_time_range(text, now=FRI)
     assert found is not None
     assert (found.start.isoformat(), found.end, found.rest) == (start, date(2026, 7, 24), rest)
+
+
+def test_the_from_of_a_weekday_range_inside_one_week_belongs_to_its_span() -> None:
+    found = parse_time_range("我从上周一到周三在北京", now=FRI)
+    assert found is not None
+    assert (found.start, found.end) == (date(2026, 7, 13), date(2026, 7, 15))
+    assert found.matched == "从上周一到周三" and found.rest == "我 在北京"

@@ -393,7 +393,9 @@ def _find(text: str, today: date) -> tuple[int, int, Days] | None:
             if joined is None and days[0] == days[1] and week is None:
                 joined = _join(text, found, resolve, days[0], today, rules)
             if joined is not None:
-                (e, days), start = joined, _RANGE_START.search(text, max(0, b - 10), b)
+                e, days = joined
+            if joined is not None or found.groupdict().get("wd2"):  # 从上周一到周三: a range
+                start = _RANGE_START.search(text, max(0, b - 10), b)
                 b = start.start() if start else b  # "from", "between", "从": the range's too
         if days is not None:
             return b, e, days
