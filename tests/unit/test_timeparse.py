@@ -1423,3 +1423,25 @@ def test_the_from_of_a_weekday_range_inside_one_week_belongs_to_its_span() -> No
     assert found is not None
     assert (found.start, found.end) == (date(2026, 7, 13), date(2026, 7, 15))
     assert found.matched == "从上周一到周三" and found.rest == "我 在北京"
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("今天到晚上", "2026-07-24", "2026-07-24"),  # until the evening: a time, not an end
+        ("我昨天到晚上去了哪", "2026-07-23", "2026-07-23"),
+        ("between yesterday and Monday", "2026-07-20", "2026-07-23"),  # either order
+        ("between the second week of June and the first week of May", "2026-05-01", "2026-06-14"),
+    ],
+)
+def test_a_time_of_day_or_an_earlier_day_after_between_keeps_the_range_readable(
+    text: str, start: str, end: str
+) -> None:
+    found = parse_time_range(text, now=FRI)
+    assert found is not None
+    assert (found.start.isoformat(), found.end.isoformat()) == (start, end)
+
+
+@pytest.mark.parametrize("text", ["the 20th to 3 days ago", "20号到三天前", "从20号到昨天"])
+def test_the_second_end_after_a_bare_day_no_rule_reads_opens_none(text: str) -> None:
+    assert parse_time_range(text, now=FRI) is None

@@ -278,7 +278,10 @@ _TO = re.compile(
 # June", 从春节到7月第二周): alone it would hide the first end's days, so it opens none.
 _SECOND_END = re.compile(
     r"(?:(?<![a-z])(?:from|between)\s+[^\s,.;!?][^,.;!?]{0,30}?\s+"
-    r"(?:to|until|till|through|thru|and)\s+|从[^，。；！？,.;!?\s]{1,12}?(?:到|至))$",
+    r"(?:to|until|till|through|thru|and)\s+|从[^，。；！？,.;!?\s]{1,12}?(?:到|至)"
+    # "the 20th to 3 days ago", 20号到三天前: a bare day before it, which no rule reads alone
+    r"|(?<![a-z0-9])(?:the\s+)?[0-9]{1,2}(?:st|nd|rd|th)\s+(?:to|until|till|through|thru)\s+"
+    r"|(?<![0-9一二三四五六七八九十])[0-9一二三四五六七八九十]{1,3}[号日]\s*(?:到|至))$",
     re.I,
 )
 _RANGE_START = re.compile(r"(?:(?<![a-z])(?:from|between)\s+|从|自)$", re.I)
@@ -297,7 +300,8 @@ def _span_to(
     alone. "between A and B" joins with "and"; "to the second week of June" counts a week of
     the month after it."""
     joiner = _TO.match(text, end)
-    if joiner is None and _BETWEEN.search(text, max(0, b - 16), b):
+    between = joiner is None and _BETWEEN.search(text, max(0, b - 16), b) is not None
+    if between:
         joiner = _AND.match(text, end)
     if joiner is None:
         return None
@@ -311,9 +315,13 @@ def _span_to(
     if hit is None:
         return _day_to(text, pos, days, today) or _month_to(text, pos, days, today)
     second, resolve2 = hit
+    if resolve2 is resolvers.blocked and second.re is zh.BLOCK.compiled():
+        return None  # 今天到晚上 ("today until the evening"), 5月3日到最后: a word, not an end
     weeks, (b2, end2) = _week_of_month(text, *second.span(), floor=pos)  # "从6月到7月第二周"
     mode, _, end2 = _context(text, b2, end2, floor=b2)
     other = _resolve(second, resolve2, today, weeks) if mode == "plain" else None
+    if other is not None and between:  # "between yesterday and Monday": either order
+        return end2, (min(days[0], other[0]), max(days[1], other[1]), None, None)
     if other is None or other[1] < days[0]:
         return end2, None
     return end2, (days[0], other[1], None, None)
