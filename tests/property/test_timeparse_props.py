@@ -137,3 +137,33 @@ def test_a_day_of_the_month_alone_is_this_or_last_month_s_and_never_the_future(
         return
     assert found.start == found.end and found.start.day == day
     assert found.end <= today and today - found.start < timedelta(days=62)
+
+
+@settings(max_examples=200, deadline=None)
+@given(now=nows, month=st.integers(1, 12), n1=st.integers(1, 5), n2=st.integers(1, 5))
+def test_a_range_of_weeks_of_a_month_is_the_span_of_its_two_weeks_or_none(
+    now: datetime, month: int, n1: int, n2: int
+) -> None:
+    first = parse_time_range(f"{month}月第{n1}周", now=now)
+    last = parse_time_range(f"{month}月第{n2}周", now=now)
+    found = parse_time_range(f"{month}月第{n1}周到第{n2}周", now=now)
+    if first is None or last is None or last.start < first.start:
+        assert found is None
+        return
+    assert found is not None and (found.start, found.end) == (first.start, last.end)
+
+
+@settings(max_examples=200, deadline=None)
+@given(now=nows, d1=st.integers(1, 31), d2=st.integers(1, 31))
+def test_two_days_of_the_month_alone_are_one_month_s_span_never_ahead_or_reversed(
+    now: datetime, d1: int, d2: int
+) -> None:
+    today = now.date()
+    found = parse_time_range(f"{d1}号到{d2}号", now=now)
+    alone = parse_time_range(f"{d2}号那天", now=now)  # the later day's own rule
+    if found is None:
+        assert d1 > d2 or alone is None
+        return
+    assert alone is not None and found.end == alone.start
+    assert (found.start.day, found.end.day) == (d1, d2)
+    assert found.start.month == found.end.month and found.start <= found.end <= today
