@@ -146,7 +146,11 @@ YMD = LazyPattern(
 _DAY_NO = r"(?P<d>[0-9]{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])"
 _TOD_ZH_WORDS = alt([w for w in TOD if not w.isascii()])
 _AT_DAY = rf"{plain(_DAY_NO)}号(?:[这那当]一?天|的时候|的?(?:{_TOD_ZH_WORDS}))"
-_DAY_TO = r"\s*(?P<jn>到|至|~|～|-|–|—|和|与|跟|或|、)\s*"
+_JOINS = "到至~～\\-–—和与跟或、"
+_DAY_TO = rf"\s?(?P<jn>[{_JOINS}])\s?"
+# Not inside a chain (the 11号 of 10号到 11号): a long chain tried from each of its days
+# would be read in quadratic time.
+_NOT_IN_CHAIN = rf"(?<!号[{_JOINS}])(?<!号\s[{_JOINS}])(?<!号[{_JOINS}]\s)(?<!号\s[{_JOINS}]\s)"
 _DAY_AFTER = (
     rf"(?:的?(?P<tod>{_TOD_ZH_WORDS})"
     r"|(?=$|[\s，,。.！!？?；;、…]|[这那当]一?天|的时候|那会|的日记|左右"
@@ -154,7 +158,7 @@ _DAY_AFTER = (
     r"|发生))"
 )
 DAY_ALONE = LazyPattern(
-    rf"(?:^|(?<=[\s，,。.！!？?；;、：:我你他她们])|(?<=[在于])(?={_AT_DAY})"
+    rf"{_NOT_IN_CHAIN}(?:^|(?<=[\s，,。.！!？?；;、：:我你他她们])|(?<=[在于])(?={_AT_DAY})"
     rf"|从(?={plain(_DAY_NO)}号{plain(_DAY_TO)}))"
     rf"{_DAY_NO}号(?:{_DAY_TO}(?P<d2>{plain(_DAY_NO)})号)*"  # d2: the last (``DAY_NUMBERS``)
     rf"{_DAY_AFTER}"
