@@ -9,6 +9,7 @@ from tests.conftest import held, write
 from wikimem_watch.config import load_config
 from wikimem_watch.core.engine import Engine
 from wikimem_watch.core.models import Link
+from wikimem_watch.core.snapshot import scan_with_snapshot
 from wikimem_watch.errors import NotFound
 
 
@@ -288,3 +289,33 @@ def test_a_live_index_wrong_only_in_a_tag_title_or_alias_differs_from_a_fresh_sc
     assert _stale(engine, "wiki/a.md", change) != fresh.digest()
     assert engine.file_digests()["wiki/a.md"] != fresh.file_digests()["wiki/a.md"]
     assert engine.file_digests()["b.md"] == fresh.file_digests()["b.md"]
+
+
+def test_a_section_with_no_time_keeps_its_place_after_the_timed_entry_above_it(
+    tmp_path: Path,
+) -> None:
+    """``## 晚饭后`` between 09:00 and 21:00 was listed first (its minute, -1, sorted before
+    every time), and its entry before was none: it follows 09:00 in a day's order and its
+    neighbours, live, in a fresh scan and after a snapshot load alike."""
+    day = "diary/2026-01-01.md"
+    write(tmp_path, day, "## 09:00\nmorning\n\n## 晚饭后\nafter dinner\n\n## 21:00\nnight\n")
+    write(tmp_path, "diary/2026-01-02.md", "## Notes\nno time at the top\n\n## 08:00\nearly\n")
+    for path in tmp_path.rglob("*.md"):
+        os.utime(path, (1_700_000_000, 1_700_000_000))  # not racy: the snapshot is trusted
+    engine = Engine(load_config(tmp_path, {"snapshot_dir": str(tmp_path / "snap")}))
+    scan_with_snapshot(engine)  # a cold scan, then the snapshot is written
+    restored = Engine(load_config(tmp_path, {"snapshot_dir": str(tmp_path / "snap")}))
+    stats = scan_with_snapshot(restored)
+    assert stats.changed == [] and stats.unchanged == 0  # nothing read: all from the snapshot
+    live = Engine(load_config(tmp_path, {"snapshot": False}))
+    write(tmp_path, "diary/2026-01-01.md", "## 09:00\nmorning\n")
+    live.scan()
+    write(tmp_path, day, "## 09:00\nmorning\n\n## 晚饭后\nafter dinner\n\n## 21:00\nnight\n")
+    live.apply([day])  # applied again, as an edit is
+    want = [day + "#09:00", day + "#晚饭后", day + "#21:00"]
+    for e in (engine, restored, live):
+        assert [x.id for x in e.entries_on("2026-01-01")] == want
+        assert [x.id for x in e.entries_on("2026-01-02")][0] == "diary/2026-01-02.md#Notes"
+        after = e.slot_of(day + "#晚饭后")
+        assert after is not None and int(e.store.prev[after]) == e.slot_of(day + "#09:00")
+        assert int(e.store.next[after]) == e.slot_of(day + "#21:00")

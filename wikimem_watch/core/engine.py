@@ -158,6 +158,11 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
         # The files' slots are 0..n-1 in file order.
         counts = [len(record.slots) for record in self.files.values()]
         files = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        # An entry with no time of day keeps its place after the timed entry above it in its
+        # file (``_day_order``): its minute, for ordering, is that entry's (-1 above all).
+        timed_at = np.maximum.accumulate(np.where(minute >= 0, np.arange(n), -1))
+        file_start = np.repeat(np.cumsum(counts) - counts, counts)
+        minute = np.where(timed_at >= file_start, minute[np.maximum(timed_at, 0)], -1)
         keys = (line[diary], minute[diary], day[diary])
         order = diary[np.lexsort(keys)]
         o_day, o_minute, o_line = day[order], minute[order], line[order]
@@ -370,13 +375,11 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
             if day is not None:
                 self.days.setdefault(day, array("i")).append(slot)
                 touched.add(day)
-        minute, line, path = self.store.minute, self.store.line, self.store.path
         for day in touched:
             # Entries of two files of one day (diary/2026-01-01.md, diary/x/2026-01-01.md)
             # may share a time and a line: the path orders them, not which was applied last,
             # so a day reads as a fresh scan (and a snapshot load: ``_restore_days``) reads it.
-            ordered = sorted(self.days[day], key=lambda s: (minute.item(s), line.item(s), path[s]))
-            self.days[day] = array("i", ordered)
+            self.days[day] = array("i", self._day_order(self.days[day]))
             self._link_day(day)
 
     def _track_dangling(self, p: Prepared) -> None:
@@ -435,6 +438,22 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
                 self._dropped_names[rel] = frozenset(keys)
         self.store.drop(slots)
         return True
+
+    def _day_order(self, slots: Iterable[int]) -> list[int]:
+        """A day's entries in time order. An entry with no time of day (``## 晚饭后``) takes
+        the time of the timed entry above it in its file, so it keeps its place after it
+        (none above: before every timed one); then the line, then the path."""
+        minute, line, path = self.store.minute, self.store.line, self.store.path
+        files: dict[str | None, list[int]] = {}
+        for slot in slots:
+            files.setdefault(path[slot], []).append(slot)
+        at: dict[int, int] = {}
+        for group in files.values():
+            last = -1
+            for slot in sorted(group, key=line.item):
+                last = m if (m := minute.item(slot)) >= 0 else last
+                at[slot] = last
+        return sorted(at, key=lambda s: (at[s], line.item(s), path[s]))
 
     def _link_day(self, day: str) -> None:
         """Point each entry of a day at the entries before and after it in the same file."""
