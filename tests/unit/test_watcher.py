@@ -7,6 +7,7 @@ import queue
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from watchdog.events import (
@@ -34,8 +35,9 @@ def root(tmp_path: Path) -> Path:
 
 
 def make(
-    root: Path, debounce_ms: int = 60_000, max_pending: int = 50_000
+    root: Path, debounce_ms: int = 60_000, max_pending: int = 50_000, **options: Any
 ) -> tuple[Watcher, FakeObserver, queue.Queue[ChangeSet]]:
+    """A started watcher on a scripted observer; ``options`` are more of ``Watcher``'s."""
     fake = FakeObserver()
     out: queue.Queue[ChangeSet] = queue.Queue()
     watcher = Watcher(
@@ -46,6 +48,7 @@ def make(
         max_wait_ms=max(debounce_ms, 1),
         max_pending=max_pending,
         observer_factory=lambda: fake,
+        **options,
     )
     watcher.start()
     return watcher, fake, out
@@ -183,18 +186,9 @@ def test_a_file_no_note_that_a_symlink_note_reads_is_a_change_of_that_note(root:
             return [n for t, ns in reading.items() if t.startswith(rel + "/") for n in ns]
         return reading.get(rel, [])
 
-    fake = FakeObserver()
-    out: queue.Queue[ChangeSet] = queue.Queue()
-    watcher = Watcher(
-        root,
-        out,
-        NoteFilter().accepts,
-        ignore_dirs=(".wikimem",),
-        links=links,
-        own_files=("journal.jsonl",),
-        observer_factory=lambda: fake,
+    watcher, fake, out = make(
+        root, ignore_dirs=(".wikimem",), links=links, own_files=("journal.jsonl",)
     )
-    watcher.start()
     try:
         fake.emit(FileModifiedEvent(str(root / "journal.jsonl")))
         fake.emit(FileModifiedEvent(str(root / ".wikimem/embedder.json")))
@@ -216,16 +210,7 @@ def test_a_symlink_to_a_folder_told_as_a_file_is_a_folder_to_relist(root: Path) 
     (root / "outside").mkdir()
     (root / "wiki").mkdir()
     (root / "wiki/ext").symlink_to(root / "outside", target_is_directory=True)
-    fake = FakeObserver()
-    out: queue.Queue[ChangeSet] = queue.Queue()
-    watcher = Watcher(
-        root,
-        out,
-        NoteFilter().accepts,
-        linked_dir=lambda rel: rel == "old",
-        observer_factory=lambda: fake,
-    )
-    watcher.start()
+    watcher, fake, out = make(root, linked_dir=lambda rel: rel == "old")
     try:
         fake.emit(FileCreatedEvent(str(root / "wiki/ext")))
         fake.emit(FileDeletedEvent(str(root / "old")))

@@ -363,7 +363,7 @@ def _passing(engine: Engine, req: QueryRequest, gate: Gate | None) -> I64:
 def _narrowed(req: QueryRequest, gate: Gate | None) -> bool:
     """Whether the request's filters or an explicit window leave out some entries."""
     explicit = gate is not None and gate.source == "explicit"
-    return len(set(req.kinds)) < 2 or bool(req.paths or req.tags) or explicit
+    return len(req.kinds) < 2 or bool(req.paths or req.tags) or explicit
 
 
 def _inside(engine: Engine, g: Gate, slots: I64) -> B1:

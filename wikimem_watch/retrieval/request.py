@@ -299,7 +299,7 @@ def _kinds(value: object) -> tuple[str, ...]:
     kinds = (value,) if isinstance(value, str) else value
     if not isinstance(kinds, list | tuple) or not kinds or not all(k in KINDS for k in kinds):
         raise BadRequest(f"kinds: expected a list drawn from {list(KINDS)}, got {_short(value)}")
-    return tuple(kinds)
+    return tuple(dict.fromkeys(kinds))  # a kind named twice is one kind
 
 
 def _weights(value: object) -> dict[str, float] | None:
