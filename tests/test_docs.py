@@ -145,11 +145,11 @@ def test_every_adr_cites_files_and_names_that_exist() -> None:
     """An ADR's Implementation line names files and names that exist. A bare file name is
     read as a reader reads it: beside the last path cited before it."""
     root = DOCS.parent
-    sources = "\n".join(
+    sources = [
         p.read_text(encoding="utf-8")
         for folder in ("wikimem_watch", "tests")
         for p in sorted((root / folder).rglob("*.py"))
-    )
+    ]
     for adr in sorted((DOCS / "adr").glob("*.md")):
         folder = root / "wikimem_watch"
         for token in re.findall(r"`([^`]+)`", _implementation_lines(adr.read_text("utf-8"))):
@@ -165,9 +165,13 @@ def test_every_adr_cites_files_and_names_that_exist() -> None:
             if not re.fullmatch(r"[A-Za-z_]\w*(\.\w+)*", token) or token.isupper():
                 continue  # a value, a flag or an OS constant, not one of our names
             names = {re.escape(token), token.split(".")[-1]}  # "e.vkey" is a literal
+            # Only the files that hold the name at all (every match does): the same answer
+            # as a search of all of them, at a tenth of the cost.
+            texts = [text for text in sources if token.split(".")[-1] in text]
             assert any(
-                re.search(rf"(def|class)\s+{n}\b|\b{n}\s*(:[^=\n]*)?=|[\"']{n}[\"']", sources)
+                re.search(rf"(def|class)\s+{n}\b|\b{n}\s*(:[^=\n]*)?=|[\"']{n}[\"']", text)
                 for n in names
+                for text in texts
             ), f"{adr.name} cites {token!r}, defined nowhere"
 
 
