@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 
 from ..errors import NotFound
 from .models import Entry, Link
-from .names import Names, add_names, name_keys, paths_named
+from .names import Names, names_of, paths_named
 from .store import EntryStore
 
 TYPE_CHECKING = False
@@ -124,13 +124,11 @@ class EngineLinks:
         """Note name → path(s), built on first use after a restore."""
         with self.lock:
             if self._names is None:
-                names: Names = {}
-                for rel, record in self.files.items():
-                    first = record.slots[0] if record.slots else None
-                    title = self.store.title[first] if first is not None else None
-                    aliases = self.store.aliases[first] if first is not None else ()
-                    add_names(names, rel, name_keys(rel, title, aliases))
-                self._names = names
+                title, aliases = self.store.title, self.store.aliases
+                self._names = names_of(
+                    (rel, title[r.slots[0]], aliases[r.slots[0]]) if r.slots else (rel, None, ())
+                    for rel, r in self.files.items()
+                )
             return self._names
 
     def resolve_note(self, link: Link) -> str | None:

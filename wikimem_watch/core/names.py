@@ -9,6 +9,7 @@ Pure functions over the engine's table; the engine owns it and calls them under 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 from pathlib import PurePosixPath
 
 Names = dict[str, str | set[str]]
@@ -24,6 +25,35 @@ def name_keys(rel: str, title: str | None, aliases: tuple[str, ...]) -> set[str]
     keys.discard("")
     # In NFC, as links are looked up: a file name from macOS is NFD ("Cafe" + U+0301).
     return {k if k.isascii() else unicodedata.normalize("NFC", k) for k in keys}
+
+
+def names_of(notes: Iterable[tuple[str, str | None, tuple[str, ...]]]) -> Names:
+    """The table of many notes (path, title, aliases) at once: ``add_names`` of each note's
+    ``name_keys``, in one loop (the first link resolved after a start from the snapshot
+    builds it: 12k notes at 100k entries, 0.09–0.15 s note by note)."""
+    names: Names = {}
+    get = names.get
+    for rel, title, aliases in notes:
+        base = rel[:-3] if rel.endswith(".md") else str(PurePosixPath(rel).with_suffix(""))
+        lower = base.lower()
+        keys = [rel.lower(), lower, lower.rpartition("/")[2]]
+        if title:
+            keys.append(title.lower())
+        if aliases:
+            keys.extend(a.lower() for a in aliases)
+        for key in keys:  # a key twice is harmless: the second finds ``rel`` itself
+            if not key.isascii():
+                key = unicodedata.normalize("NFC", key)
+            elif not key:
+                continue
+            held = get(key)
+            if held is None:
+                names[key] = rel
+            elif isinstance(held, set):
+                held.add(rel)
+            elif held != rel:
+                names[key] = {held, rel}
+    return names
 
 
 def add_names(names: Names, rel: str, keys: set[str]) -> None:

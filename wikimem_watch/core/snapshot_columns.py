@@ -248,11 +248,13 @@ def load_sections(
 
     files: dict[str, FileRecord] = {}
     start = 0
+    # As Python ints in one step each (a numpy scalar per field costs ~2 µs: 25 ms at 100k).
+    stat_rows, racy_flags = stat.tolist(), racy.tolist()
     for row, rel in enumerate(paths):
-        mtime, size, inode, ctime = (int(x) for x in stat[row])
+        mtime, size, inode, ctime = stat_rows[row]
         warnings, target = extra.get(row, ((), None))
         record_stat = (
-            None if mtime < 0 or size < 0 else (mtime, size, bool(racy[row]), inode, ctime)
+            None if mtime < 0 or size < 0 else (mtime, size, bool(racy_flags[row]), inode, ctime)
         )
         files[rel] = FileRecord(
             text_hashes[row], range(start, start + per_file[row]), warnings, target, record_stat
