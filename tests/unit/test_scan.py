@@ -198,7 +198,18 @@ def _vault(root: Path) -> Path:
     (root / "wiki" / "binary.md").write_bytes(b"## a\x00b\n")
     (root / "wiki" / "link.md").symlink_to(root / "wiki" / "w1.md")
     (root / "wiki" / "crlf.md").write_bytes(b"# T\r\n\r\n## A\r\ntext\r\n")
+    _age(root)
     return root
+
+
+def _age(root: Path) -> None:
+    """Every file a minute old: no scan finds one "racy" (written within 2 s of reading it,
+    ``prepare.RACY_NS``), so two scans of the vault seconds apart on a loaded machine keep
+    the same file records."""
+    then = time.time() - 60
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            os.utime(path, (then, then))
 
 
 def slow_here(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
@@ -253,6 +264,7 @@ def test_a_cold_scan_with_the_helper_equals_one_in_one_process(
     # and they stay equal through later edits (applied in this process, as the daemon does)
     (vault / "wiki" / "w3.md").write_text("## New\n\nnew words 新词\n", encoding="utf-8")
     (vault / "diary" / "2026-01-02.md").unlink()
+    _age(vault)
     for engine in (both, alone):
         engine.apply(["wiki/w3.md", "diary/2026-01-02.md"])
     assert _state(both) == _state(alone)
@@ -421,6 +433,7 @@ def test_a_query_between_the_batches_of_a_cold_scan_sees_the_files_swapped_in(
         assert _hits(queried, q) == _hits(alone, q)
     (vault / "wiki" / "w3.md").write_text("## New\n\nnew words 新词 run\n", encoding="utf-8")
     (vault / "diary" / "2026-01-02.md").unlink()
+    _age(vault)
     for engine in (queried, alone):
         engine.apply(["wiki/w3.md", "diary/2026-01-02.md"])
     assert _state(queried) == _state(alone)
@@ -448,6 +461,7 @@ def test_a_cold_scan_in_bulk_equals_one_indexed_batch_by_batch(
         assert record.digest == in_bulk._file_digest(rel, record.slots) != 0
     (vault / "wiki" / "w5.md").write_text("## Walked\n\nWalked 3 km 新词\n", encoding="utf-8")
     (vault / "wiki" / "w6.md").unlink()
+    _age(vault)
     for engine in (in_bulk, by_batch):
         engine.apply(["wiki/w5.md", "wiki/w6.md"])
         engine.index.flush(force=True)
