@@ -20,7 +20,6 @@ import time
 from array import array
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
 from functools import partial
 
 import numpy as np
@@ -28,6 +27,7 @@ import numpy as np
 from ..config import Config
 from ..vectors.texts import embedding_texts
 from .bm25 import Bm25Index
+from .days import restore_days
 from .engine_vectors import EngineVectors
 from .facts import entry_epoch_days, indexed_text
 from .links import EngineLinks, LinkMap
@@ -149,43 +149,10 @@ class Engine(EngineReads, EngineLinks, EngineVectors):
             self.last_change_at = time.time()
 
     def _restore_days(self) -> None:
-        """Days and neighbour links of a restored store, in a few vector operations."""
-        store, n = self.store, self.index.capacity
-        day, minute, line = store.day[:n], store.minute[:n], store.line[:n]
-        diary = np.flatnonzero(day > 0)
-        if not diary.size:
-            return
-        # The files' slots are 0..n-1 in file order.
+        """Days and neighbour links of a restored store (``days.restore_days``)."""
         counts = [len(record.slots) for record in self.files.values()]
-        files = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-        # An entry with no time of day keeps its place after the timed entry above it in its
-        # file (``_day_order``): its minute, for ordering, is that entry's (-1 above all).
-        timed_at = np.maximum.accumulate(np.where(minute >= 0, np.arange(n), -1))
-        file_start = np.repeat(np.cumsum(counts) - counts, counts)
-        minute = np.where(timed_at >= file_start, minute[np.maximum(timed_at, 0)], -1)
-        keys = (line[diary], minute[diary], day[diary])
-        order = diary[np.lexsort(keys)]
-        o_day, o_minute, o_line = day[order], minute[order], line[order]
-        tied = (o_day[1:] == o_day[:-1]) & (o_minute[1:] == o_minute[:-1])
-        if (tied & (o_line[1:] == o_line[:-1])).any():
-            # Entries of two files of one day (diary/2026-01-01.md, diary/x/2026-01-01.md)
-            # that share a time and a line: ordered by path, as ``_add`` orders them (the
-            # files' order here is the order they were last applied in before the save).
-            rank = np.empty(len(counts), dtype=np.int64)
-            by_name = sorted(range(len(counts)), key=list(self.files).__getitem__)
-            rank[by_name] = np.arange(len(counts))
-            order = diary[np.lexsort((rank[files][diary], *keys))]
-        cuts = (np.flatnonzero(np.diff(day[order])) + 1).tolist()
-        starts, ends = [0, *cuts], [*cuts, int(order.size)]
-        ordinals = day[order[starts]].tolist()
-        slots = array("i", order.astype(np.int32).tobytes())
-        for ordinal, a, b in zip(ordinals, starts, ends, strict=True):
-            self.days[date.fromordinal(ordinal).isoformat()] = slots[a:b]
-        # Neighbours: consecutive entries of one file, in (time, line) order.
-        order = diary[np.lexsort((line[diary], minute[diary], files[diary]))]
-        same = files[order[1:]] == files[order[:-1]]
-        store.prev[order[1:][same]] = order[:-1][same]
-        store.next[order[:-1][same]] = order[1:][same]
+        restored = restore_days(self.store, self.index.capacity, counts, list(self.files))
+        self.days.update(restored)
 
     def scan(self) -> ApplyStats:
         """Bring the index in line with the files on disk (initial scan or full rescan)."""
