@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wikimem_watch.core import edit
+from wikimem_watch.core import edit, items
 from wikimem_watch.core.parse import parse_note
 from wikimem_watch.errors import BadRequest
 
@@ -38,8 +38,8 @@ def test_upsert_changes_only_the_items_section(old: str, name: str, body: str) -
     body = edit.check_body(body)
     meta = edit.render_meta("agent", None, "2026-07-21T08:00:00+00:00")
     new, created = edit.upsert_item(old, name, body, meta)
-    span = edit.find_item(old, name)
-    old_lines, new_lines = edit.split_lines(old), edit.split_lines(new.text)
+    span = items.find_item(old, name)
+    old_lines, new_lines = items.split_lines(old), items.split_lines(new.text)
     if span is None:
         assert created and new.appended is not None
         assert new.text.startswith(old.rstrip("\r\n")) and new.text.startswith(old[: len(old) - 2])
@@ -53,20 +53,20 @@ def test_upsert_changes_only_the_items_section(old: str, name: str, body: str) -
         if "\r\n" in old and old.count("\r\n") * 2 > old.count("\n"):
             assert "\n" not in new.text.replace("\r\n", "")  # the file's own line endings
         assert old.endswith(("\n", "\r")) == new.text.endswith(("\n", "\r")) or end < len(old_lines)
-    items = [
+    entries = [
         e for e in parse_note("wiki/x.md", new.text).entries if " ".join(e.heading.split()) == name
     ]
-    assert items and items[-1].text == body.strip()
-    assert items[-1].owner == "agent"
+    assert entries and entries[-1].text == body.strip()
+    assert entries[-1].owner == "agent"
 
 
 @settings(max_examples=300, deadline=None)
 @given(notes(), st.sampled_from(["00:00", "08:00", "11:30", "23:59"]))
 def test_a_diary_insert_adds_one_block_and_nothing_else(old: str, time: str) -> None:
     new = edit.insert_diary_entry(old, time, "an entry", "")
-    lines = edit.split_lines(new.text)
+    lines = items.split_lines(new.text)
     start = new.line - 1
-    block = edit.split_lines(edit.diary_block(time, "an entry", ""))
+    block = items.split_lines(edit.diary_block(time, "an entry", ""))
     nl_fixed = "".join(lines[:start]) + "".join(lines[start + len(block) :])
     remaining = nl_fixed.replace("\r\n", "\n")
     original = old.replace("\r\n", "\n")
@@ -84,25 +84,25 @@ def test_a_diary_insert_adds_one_block_and_nothing_else(old: str, time: str) -> 
 @given(notes(), NAMES.filter(lambda n: ":" not in n))
 def test_delete_removes_exactly_the_sections_lines(old: str, name: str) -> None:
     out = edit.delete_item(old, name)
-    span = edit.find_item(old, name)
+    span = items.find_item(old, name)
     if span is None:
         assert out is None
         return
     expected, nl = old, edit.newline_of(old)
     while span is not None:  # every section of that name goes, as in the wikimem library
-        lines = edit.split_lines(expected)
+        lines = items.split_lines(expected)
         head, tail = "".join(lines[: span[0]]), "".join(lines[span[1] :])
         if not tail and head.endswith(nl + nl):  # the last section's blank line goes with it
             head = head[: -len(nl)]
         expected = head + tail
-        span = edit.find_item(expected, name)
-    assert out == expected and edit.find_item(out, name) is None
+        span = items.find_item(expected, name)
+    assert out == expected and items.find_item(out, name) is None
 
 
 @settings(max_examples=300, deadline=None)
 @given(notes(), NAMES.filter(lambda n: ":" not in n), st.sampled_from(["new text", "two\nlines"]))
 def test_adding_an_item_and_deleting_it_gives_the_file_back(old: str, name: str, body: str) -> None:
-    if edit.find_item(old, name) is not None:
+    if items.find_item(old, name) is not None:
         return  # an upsert of an item that is there replaces it: nothing to give back
     added, created = edit.upsert_item(old, name, body, "")
     assert created

@@ -1,10 +1,11 @@
-"""The write path's pure edits and name rules (core/edit.py, ADR-0016)."""
+"""The write path's pure edits and name rules (core/edit.py, ADR-0016); finding an item by
+name is core/items.py (tests/unit/test_items.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from wikimem_watch.core import edit
+from wikimem_watch.core import edit, items
 from wikimem_watch.core.parse import parse_note
 from wikimem_watch.errors import BadRequest
 
@@ -23,7 +24,7 @@ def test_diary_entries_go_in_time_order_and_equal_times_keep_theirs() -> None:
     text = "# 2026-07-21\n\n## 09:00\n\na\n\n## 11:00\n\nb\n"
     text = edit.insert_diary_entry(text, "09:00", "c", "").text
     text = edit.insert_diary_entry(text, "08:00", "d", "").text
-    heads = [h for _, h in edit.sections(text)]
+    heads = [h for _, h in items.sections(text)]
     assert heads == ["08:00", "09:00", "09:00", "11:00"]
     assert text.index("\na\n") < text.index("\nc\n")
 
@@ -131,7 +132,7 @@ def test_deleting_a_section_before_a_setext_heading_keeps_the_line_above_in_its_
     old = "## Ann\n\nsails\n## Bob\n\nb\n\nCy\n---\n\nc\n"
     new = edit.delete_item(old, "Bob")
     assert new == "## Ann\n\nsails\n\nCy\n---\n\nc\n"
-    assert [h for _, h in edit.sections(new)] == ["Ann", "Cy"]
+    assert [h for _, h in items.sections(new)] == ["Ann", "Cy"]
 
 
 def test_a_cr_only_note_gets_cr_line_endings() -> None:
@@ -201,7 +202,7 @@ def test_an_entry_in_a_day_written_out_of_order_lands_after_its_earlier_neighbou
     (it went to the top, above 14:00), and a new 10:00 after a last 09:00 is one append."""
     old = "# 2026-01-01\n\n## 14:00\n\nlunch\n\n## 08:00\n\nbreakfast\n\n## 20:00\n\ndinner\n"
     new = edit.insert_diary_entry(old, "09:30", "coffee", "")
-    assert [h for _, h in edit.sections(new.text)] == ["14:00", "08:00", "09:30", "20:00"]
+    assert [h for _, h in items.sections(new.text)] == ["14:00", "08:00", "09:30", "20:00"]
     assert new.text.replace("## 09:30\n\ncoffee\n\n", "") == old
     assert new.text.split("\n")[new.line - 1] == "## 09:30"
     assert edit.insert_diary_entry(old, "07:00", "up", "").line == 3  # nothing earlier: first
@@ -210,17 +211,11 @@ def test_an_entry_in_a_day_written_out_of_order_lands_after_its_earlier_neighbou
     assert added.appended is not None and added.text == late + added.appended
 
 
-def test_an_item_name_finds_its_heading_in_any_case_but_never_two_headings() -> None:
+def test_an_edit_by_name_in_another_case_takes_that_item_but_never_two() -> None:
     old = "## Straße\n\na\n\n## Milk\n\nb\n\n## Milk\n\nc\n"
-    assert edit.find_item(old, "STRASSE") == (0, 4)
-    assert edit.find_item(old, "milk") == (8, 11)  # repeated as written: the last, as before
     assert edit.delete_item(old, "MILK") == "## Straße\n\na\n"
     with pytest.raises(BadRequest, match="ambiguous"):
         edit.upsert_item(old + "\n## MILK\n\nd\n", "milk", "e", "")
-    assert (
-        edit.item_state(old + "\n## MILK\n\nd\n", "milk")
-        == "## Milk\n\nb\n\n## Milk\n\nc\n\n## MILK\n\nd\n"
-    )
 
 
 def test_an_item_named_after_the_title_is_the_prose_before_the_first_section() -> None:
@@ -234,8 +229,8 @@ def test_an_item_named_after_the_title_is_the_prose_before_the_first_section() -
     assert new.text == old.replace(
         "Milk, eggs.  \nand tea\n", "Bread\n\n<!-- wikimem: owner=a -->\n"
     )
-    items = [(e.heading, e.text, e.owner) for e in parse_note(path, new.text).entries]
-    assert items == [("Groceries", "Bread", "a"), ("Shops", "Aldi", None)]
+    read = [(e.heading, e.text, e.owner) for e in parse_note(path, new.text).entries]
+    assert read == [("Groceries", "Bread", "a"), ("Shops", "Aldi", None)]
     assert edit.delete_item(old, "Groceries", path) == old.replace("Milk, eggs.  \nand tea\n\n", "")
     plain = "Milk\n"  # no title: the item is named after the file
     assert edit.upsert_item(plain, "groceries", "Bread", "", path)[0].text == "Bread\n"

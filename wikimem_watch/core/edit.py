@@ -6,26 +6,35 @@ replaced or removed in ``wiki/<file>.md`` (or the prose before the first section
 index reads as the item named after the note's title). Everything it does not own — front
 matter, a preamble that is not the item written, other sections, comments, blank lines,
 trailing whitespace, CRLF line endings, a missing final newline — comes out exactly as it
-went in: an edit is a splice of whole lines, located with the same heading reader as the
-index (``headings.headings``), so a ``## `` in a code fence is never mistaken for a section.
-The spliced text uses the file's own line endings. The layout of what we write follows the
-wikimem library: heading, blank line, text, blank line, the ``<!-- wikimem: … -->`` comment.
+went in: an edit is a splice of whole lines, located by ``items`` (which finds an item by
+name with the same heading reader as the index, so a ``## `` in a code fence is never
+mistaken for a section). The spliced text uses the file's own line endings. The layout of
+what we write follows the wikimem library: heading, blank line, text, blank line, the
+``<!-- wikimem: … -->`` comment.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from ..errors import BadRequest, require_text
 from .frontmatter import front_matter_lines
 from .headings import headings
-from .parse import parse_note
+from .items import (
+    LINE_BREAK,
+    Item,
+    find_item,
+    folded_key,
+    item_heading,
+    items_named,
+    items_of,
+    name_key,
+    sections,
+    split_lines,
+)
 from .vault import MAX_NOTE_BYTES
 
-_BREAK = re.compile(r"\r\n|\r|\n")
 _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 _FILE = re.compile(r"[a-z0-9_][a-z0-9_-]{0,99}")
 _RESERVED = ("[[", "]]", ":", "|", "#")
@@ -96,7 +105,7 @@ def check_body(text: object) -> str:
     metadata comment of its own, no NUL)."""
     if not isinstance(text, str):
         raise BadRequest(f'"text" must be a string, got {text!r}')
-    body = "\n".join(_BREAK.split(require_text(text, "text").strip()))
+    body = "\n".join(LINE_BREAK.split(require_text(text, "text").strip()))
     if not body.strip():
         raise BadRequest('"text" is empty: there is nothing to write')
     if len(body) > MAX_BODY_CHARS:  # the same through a daemon, in-process, or from MCP
@@ -147,20 +156,7 @@ def render_meta(owner: str | None, source: str | None, ts: str | None) -> str:
     return f"<!-- wikimem: {' | '.join(fields)} -->" if fields else ""
 
 
-# ----------------------------------------------------------------------- lines
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their own endings (``\\r\\n``, ``\\r`` or ``\\n``; the last may have none),
-    numbered as the parser numbers them."""
-    out: list[str] = []
-    pos = 0
-    for m in _BREAK.finditer(text):
-        out.append(text[pos : m.end()])
-        pos = m.end()
-    if pos < len(text):
-        out.append(text[pos:])
-    return out
+# ------------------------------------------------------------------------ blocks
 
 
 def newline_of(text: str) -> str:
@@ -170,14 +166,6 @@ def newline_of(text: str) -> str:
     if "\n" not in text and "\r" in text:
         return "\r"
     return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
-
-
-def sections(text: str) -> list[tuple[int, str]]:
-    """The level-2 headings of a note as (0-based line, heading text), as the index reads them."""
-    norm = _BREAK.sub("\n", text).lstrip("\ufeff")
-    fm = front_matter_lines(norm)
-    body = "\n".join(norm.split("\n")[fm:]) if fm else norm
-    return [(n + fm, h) for n, lvl, h in headings(body) if lvl == 2]
 
 
 def _block(heading: str, body: str, meta: str, nl: str) -> str:
@@ -249,9 +237,11 @@ def _read_back(old: str, made: Edit, heading: str, added: int, path: str | None 
             f"the note would be over {MAX_NOTE_BYTES // (1024 * 1024)} MiB, which the index "
             "skips; nothing written"
         )
-    after = _items(made.text.lstrip("\ufeff"), path)
-    ours = any(i.start == made.line - 1 and _fold(i.name) == _fold(heading) for i in after)
-    if not ours or len(after) != len(_items(old.lstrip("\ufeff"), path)) + added:
+    after = items_of(made.text.lstrip("\ufeff"), path)
+    ours = any(
+        i.start == made.line - 1 and folded_key(i.name) == folded_key(heading) for i in after
+    )
+    if not ours or len(after) != len(items_of(old.lstrip("\ufeff"), path)) + added:
         raise BadRequest(
             f"the note would not read the {heading!r} section back as its own (it ends inside "
             "an open code block, HTML comment or front matter?): nothing written; close it first"
@@ -259,55 +249,7 @@ def _read_back(old: str, made: Edit, heading: str, added: int, path: str | None 
     return made
 
 
-def _key(heading: str) -> str:
-    """A heading as an item name: whitespace collapsed (as wikimem reads it) and NFC, so a
-    name typed as "é" finds the heading an editor saved as "e" + U+0301."""
-    return unicodedata.normalize("NFC", " ".join(heading.split()))
-
-
-def _fold(heading: str) -> str:
-    """A heading as an item name, case aside: an agent's "milk" is the person's ``## Milk``,
-    as a ``[[file:milk]]`` link finds it (``links.heading_key``); casefolded, so "STRASSE"
-    finds "Straße"."""
-    return unicodedata.normalize("NFC", _key(heading).casefold())
-
-
-class _Item(NamedTuple):
-    """An item of a note: its 0-based line span and name; ``titled`` for the prose before
-    the first ``##``, named after the note's title (no heading line of its own)."""
-
-    start: int
-    end: int
-    name: str
-    titled: bool = False
-
-
-def _items(text: str, path: str | None = None) -> list[_Item]:
-    """Every item of the note in file order: its ``##`` sections and, given the note's
-    ``path``, the prose before the first of them (after front matter and the ``# title``),
-    which the index reads as an item named after the note's title (DESIGN §2)."""
-    heads = sections(text)
-    total = len(split_lines(text))
-    ends = [n for n, _ in heads[1:]] + [total]
-    out = [_Item(n, end, h) for (n, h), end in zip(heads, ends, strict=False)]
-    titled = _title_item(text, path, heads[0][0] if heads else total)
-    return [titled, *out] if titled else out
-
-
-def _title_item(text: str, path: str | None, end: int) -> _Item | None:
-    """The prose before line ``end`` (the first section) as the index reads it: the item
-    ``parse`` names after the note's title, from its first line of text; None when there is
-    none (nothing but front matter, a title, blank lines or comments)."""
-    if path is None or end == 0:
-        return None
-    head = "".join(split_lines(text)[:end])  # what comes before a heading reads alone the same
-    entry = next((e for e in parse_note(path, head).entries if e.id == path), None)
-    if entry is None or not entry.text or entry.line > end:
-        return None  # none, or a stub: a title with nothing under it has no text to replace
-    return _Item(entry.line - 1, end, entry.heading, titled=True)
-
-
-def _whole(text: str, item: _Item) -> _Item:
+def _whole(text: str, item: Item) -> Item:
     """``item``, when its lines can be replaced or removed as a whole: BadRequest when they
     hold the note's ``# title`` (text above the title is prose of the same item)."""
     norm = normalize(text).lstrip("\ufeff")
@@ -323,56 +265,6 @@ def _whole(text: str, item: _Item) -> _Item:
     return item
 
 
-def _named(text: str, name: str, path: str | None = None, *, strict: bool = True) -> list[_Item]:
-    """The sections item ``name`` names: those written as it is (NFC, whitespace collapsed);
-    else those that differ from it in case only, when they all read one way. Sections that
-    read several ways (``## Milk`` and ``## MILK`` for "milk") are two items, never merged
-    by a write: BadRequest names them (``strict=False``: all of them)."""
-    want = _fold(name)
-    found = [item for item in _items(text, path) if _fold(item.name) == want]
-    exact = [item for item in found if _key(item.name) == _key(name)]
-    if exact or not found:
-        return exact
-    spellings = list(dict.fromkeys(_key(item.name) for item in found))
-    if len(spellings) > 1 and strict:
-        listed = ", ".join(f"{item.name!r} (line {item.start + 1})" for item in found)
-        raise BadRequest(
-            f"item {name!r} is ambiguous: the note has {listed}, which differ in case only; "
-            "name one of them as it is written"
-        )
-    return found
-
-
-def find_item(text: str, name: str, path: str | None = None) -> tuple[int, int] | None:
-    """The (start, end) 0-based line span of the last section of item ``name`` (whitespace
-    in the heading collapsed, as wikimem reads it; canonically equivalent characters and,
-    when no heading is written as the name is, case alike: ``_named``; the last of repeated
-    names wins), or None. Given the note's ``path``, the prose before its first section is
-    the item named after its title."""
-    found = _named(text, name, path)
-    return (found[-1].start, found[-1].end) if found else None
-
-
-def item_heading(text: str, name: str, path: str | None = None) -> str | None:
-    """The heading of item ``name`` as the note writes it (``Milk`` for "milk"), or None."""
-    found = _named(text, name, path)
-    return _key(found[-1].name) if found else None
-
-
-def item_state(text: str | None, name: str, path: str | None = None) -> str | None:
-    """The sections of item ``name`` as text with ``\\n`` line breaks, or None when absent
-    (several that differ in case only: all of them, one after the other)."""
-    if text is None:
-        return None
-    found = _named(text, name, path, strict=False)
-    if not found:
-        return None
-    if len({_key(item.name) for item in found}) == 1:
-        found = found[-1:]  # repeated as written: the last one is the item
-    lines = split_lines(text)
-    return "".join(_BREAK.sub("\n", "".join(lines[a:b])) for a, b, *_ in found)
-
-
 def upsert_item(
     old: str, name: str, body: str, meta: str, path: str | None = None
 ) -> tuple[Edit, bool]:
@@ -382,7 +274,7 @@ def upsert_item(
     the first section, and that prose is what is replaced (title and front matter kept)."""
     bom, text = _bom(old)
     nl = newline_of(text)
-    found = _named(text, name, path)
+    found = items_named(text, name, path)
     if not found:
         made = _append(text, _block(name, body, meta, nl), nl)
         made = Edit(bom + made.text, made.line, made.appended)
@@ -420,7 +312,7 @@ def delete_item(old: str, name: str, path: str | None = None) -> str | None:
         return None
     nl = newline_of(text)
     span = find_item(text, name, path)
-    for item in _named(text, name, path):
+    for item in items_named(text, name, path):
         _whole(text, item)
     while span is not None:
         lines = split_lines(text)
@@ -433,7 +325,7 @@ def delete_item(old: str, name: str, path: str | None = None) -> str | None:
             head += nl
         text = head + tail
         # Sections written as the deleted one: one in another case is another item.
-        again = [(i.start, i.end) for i in _items(text, path) if _key(i.name) == written]
+        again = [(i.start, i.end) for i in items_of(text, path) if name_key(i.name) == written]
         span = again[-1] if again else None
     return bom + text
 
@@ -445,7 +337,7 @@ def _is_text(line: str) -> bool:
 
 def normalize(text: str) -> str:
     """``text`` with ``\\n`` line breaks only."""
-    return _BREAK.sub("\n", text) if "\r" in text else text
+    return LINE_BREAK.sub("\n", text) if "\r" in text else text
 
 
 def count_time(text: str, time: str) -> int:

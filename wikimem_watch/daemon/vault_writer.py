@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..core import edit
+from ..core import edit, items
 from ..core.parse import parse_note, text_hash
 from ..errors import BadRequest, NotFound
 from . import writes
@@ -166,7 +166,7 @@ class VaultWriter:
             action = "add" if created and created[0] else "update"
             self.journal.wiki(action, slug, touched[0] if touched else item, owner, source, detail)
 
-        op = _Op(rel, run, lambda t: edit.item_state(t, item, rel), note, f"item {item!r}")
+        op = _Op(rel, run, lambda t: items.item_state(t, item, rel), note, f"item {item!r}")
         return self._perform(op)
 
     def delete_wiki(
@@ -187,7 +187,7 @@ class VaultWriter:
         op = _Op(
             rel,
             run,
-            lambda t: edit.item_state(t, item, rel),
+            lambda t: items.item_state(t, item, rel),
             lambda detail: self.journal.wiki(
                 "remove", slug, removed[0] if removed else item, owner, source, detail
             ),
@@ -301,7 +301,7 @@ class VaultWriter:
             # built on our first attempt): then it stays as it is, never twice.
             have = edit.count_block(current, block)
             if first and have > first[0]:
-                at = edit.split_lines(current[: current.rindex("## " + hhmm)])
+                at = items.split_lines(current[: current.rindex("## " + hhmm)])
                 made[:] = [edit.Edit(current, len(at) + 1)]
                 return current
             first[:] = first or [have]
@@ -324,7 +324,7 @@ class VaultWriter:
                         continue
                     before = done[1].decode("utf-8", "replace")
                     lead = len(planned.appended) - len(planned.appended.lstrip("\r\n"))
-                    line = len(edit.split_lines(before + planned.appended[:lead])) + 1
+                    line = len(items.split_lines(before + planned.appended[:lead])) + 1
                     text = before + planned.appended
                     return _ref(rel, text, line, hhmm), before, text
                 text = writes.replace(path, rel, snap, apply, self._retire(rel))
@@ -370,7 +370,7 @@ class VaultWriter:
         path = writes.target(self.root, rel)
         snap = writes.read_snapshot(path, rel)
         try:
-            heading = None if snap.text is None else edit.item_heading(snap.text, item, rel)
+            heading = None if snap.text is None else items.item_heading(snap.text, item, rel)
             if heading is None:
                 raise NotFound(f"no item {item!r} in {rel!r}; nothing deleted")
             based: list[str] = []
