@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wikimem_watch.core.headings as headings_module
+import wikimem_watch.core.inline as inline_module
 from wikimem_watch.core.headings import headings, markdown_parser
 from wikimem_watch.core.parse import _sections, parse_note
 
@@ -64,6 +65,7 @@ NOTE_LINES = [
     *COMMON,
     "<!-- wikimem: owner=a | ts=2026-01-01T08:00:00 -->", "[[Note#Head|alias]]", "#tag and `#code`",
     "", "", "prose line", "---", "title: T", "tags: [a, b, a]", "## 08:15", "## 08:15",
+    "<div>", "</div>", "```", "~~~", "<!-- c -->", "text #t [[L]]",
 ]  # fmt: skip
 NOTES = st.lists(st.sampled_from(NOTE_LINES), max_size=30).map("\n".join)
 
@@ -74,8 +76,12 @@ NOTES = st.lists(st.sampled_from(NOTE_LINES), max_size=30).map("\n".join)
     st.one_of(NOTES, SAFE),
 )
 def test_notes_parse_the_same_through_the_fast_scan_and_markdown_it(path: str, text: str) -> None:
+    """Headings through markdown-it, and each section's code (for its links and tags) too."""
     fast = parse_note(path, text)
-    with mock.patch.object(headings_module, "_risky", lambda body: True):
+    with (
+        mock.patch.object(headings_module, "_risky", lambda body: True),
+        mock.patch.object(inline_module, "_contained", lambda text: True),
+    ):
         slow = parse_note(path, text)
     assert fast == slow
 
@@ -143,8 +149,10 @@ def test_blank_lines_fold_the_same_before_or_after_the_strip(raw: str) -> None:
     assert _BLANK_LINES.sub("\n\n", raw).strip() == _BLANK_LINES.sub("\n\n", stripped)
 
 
-# Lines around code blocks; none opens an HTML block (where markdown-it reads no fence).
+# Lines around code blocks, and lines that open or close an HTML block (where markdown-it
+# reads no fence: "<div>" then "```" is HTML, and the prose after the block's blank line too).
 CODE_LINES = [
+    "<div>", "</div>", "<pre>", "<!-- c -->", "<!-- open", "-->", "  <span>", "<br>", "a <b>",
     "```", "~~~", "````", "```py", "~~~~", "#tag1", "[[L]]", "`#x`", "text #t2", "", "  ```",
     "   ~~~", " #a", "- item", "- #b", "1. [[M]]", "    #d", "\t#e", "  #f", "```` x", "~~~ `y`",
     "``#z``", "#h3 ```", "---", "> q #c", "> ```", "- ```", "      #g", "### h", "***", "--",

@@ -363,3 +363,18 @@ def test_tags_and_links_in_quotes_and_nested_list_items_are_still_read() -> None
     (entry,) = parse_note("wiki/x.md", body).entries
     assert entry.tags == ("quoted", "todo", "sub", "lazy", "after")
     assert [link.target for link in entry.links] == ["A", "B", "C", "D", "E"]
+
+
+def test_a_fence_line_inside_an_html_block_hides_no_prose_after_the_block() -> None:
+    """In ``<div>`` … blank line, a ```` ``` ```` line is HTML, not a fence (CommonMark): the
+    fast scan read it as a fence left open and dropped the #tags and [[links]] after the
+    block, while the section's headings (read by markdown-it) already knew it was HTML."""
+    body = "## Ann\n\n<div>\n```\n</div>\n\nmet #work with [[Bob]]\n\n## Cy\n\nc\n"
+    ann, cy = parse_note("wiki/x.md", body).entries
+    assert (ann.heading, cy.heading) == ("Ann", "Cy")
+    assert ann.tags == ("work",)
+    assert [link.target for link in ann.links] == ["Bob"]
+    # Fences that an HTML block holds are HTML too: a tag between them is read, as by
+    # markdown-it (tags inside HTML blocks count, ADR-0001).
+    (entry,) = parse_note("wiki/x.md", "## s\n<div>\n```\n#inside\n```\n</div>\n").entries
+    assert entry.tags == ("inside",)

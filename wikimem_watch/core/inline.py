@@ -43,6 +43,13 @@ _CONTAINED_LINE = (
 )
 _CONTAINED_FIRST = re.compile(_CONTAINED_LINE + r"| {4}|\t")  # indented first: code there too
 _CONTAINED_NEXT = re.compile("\n" + _CONTAINED_LINE)
+# A line that may open an HTML block (each of CommonMark's seven kinds starts with "<" after at
+# most three spaces; a comment closed on its own line hides nothing). Inside one, "```" is HTML
+# and no fence: the scan would blank from it to the next fence or the end, and lose the prose
+# after the block. Text holding one and a fence is read by markdown-it too.
+_HTML_LINE = r" {0,3}<(?!!--.*-->[ \t]*(?:\n|$))"
+_HTML_FIRST = re.compile(_HTML_LINE)
+_HTML_NEXT = re.compile("\n" + _HTML_LINE)
 _INLINE_CODE = re.compile(r"``(?:[^`\n]|`(?!`))*``|`[^`\n]*`")
 # A Markdown link to a note, "[text](people/Ann.md#Work)" (Obsidian writes these when wikilinks
 # are off): a relative path ending in .md, percent-encoded or in <angle brackets>.
@@ -162,8 +169,13 @@ def _without_code(text: str) -> str:
 
 
 def _contained(text: str) -> bool:
-    """Whether ``text`` may hold code the fence scan cannot place (``_CONTAINED_LINE``)."""
-    return _CONTAINED_FIRST.match(text) is not None or _CONTAINED_NEXT.search(text) is not None
+    """Whether ``text`` may hold code the fence scan cannot place (``_CONTAINED_LINE``), or a
+    fence line that an HTML block makes HTML (``_HTML_LINE``)."""
+    if _CONTAINED_FIRST.match(text) is not None or _CONTAINED_NEXT.search(text) is not None:
+        return True
+    if "```" not in text and "~~~" not in text:
+        return False  # no fence: an HTML block changes nothing the scan reads
+    return _HTML_FIRST.match(text) is not None or _HTML_NEXT.search(text) is not None
 
 
 def _outside_code_blocks(text: str) -> str:
