@@ -200,3 +200,34 @@ def test_a_query_embedding_error_leaves_status_once_a_query_ranks_with_its_vecto
     assert service.cosines("cat number 3", list(entries), 5)
     assert service.status()["last_error"] is None
     service.close()
+
+
+def test_a_query_embedding_error_leaves_status_when_the_cache_turns_mismatch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query error, then a model that changed its dimension behind its name (found by the
+    sync): queries stop before the query-vector step, so none took the error out, and it stood
+    in ``last_error`` in place of the mismatch's reason until a query after `embed --rebuild`
+    ranked with a vector. It describes the cache it was met against, and leaves with it."""
+    emb = FailingQueries()
+    service = VectorService(emb, tmp_path)
+    service.open()
+    entries = vault(4)
+    service.sync.sync(entries)
+    assert service.cosines("cat number 2", list(entries), 5) is None
+    assert "query embedding failed" in str(service.status()["last_error"])
+    monkeypatch.setattr(emb, "_dim", 32)  # the model behind the endpoint's name changed
+    more = {**entries, **vault(1, salt=" new")}
+    with pytest.raises(EmbedError):
+        service.sync.sync(more)
+    status = service.status()
+    assert status["state"] == "mismatch"
+    assert "query embedding failed" not in str(status["last_error"])
+    assert "dim" in str(status["last_error"])  # the mismatch's own reason
+    monkeypatch.setattr(emb, "_dim", 64)  # the old model is back, and `embed --rebuild`
+    service.sync.sync(more, rebuild=True)
+    status = service.status()
+    assert status["state"] == "ready" and status["last_error"] is None
+    assert service.cosines("cat number 2", list(more), 5) is None  # the endpoint: still down
+    assert "query embedding failed" in str(service.status()["last_error"])
+    service.close()

@@ -73,10 +73,14 @@ class VectorCache(CacheMerges):
         self.bytes_written = 0  # by this process, every vector file (for status and benches)
         self.last_arrival: float | None = None  # monotonic: another machine's group picked up
         self.loading = False
+        # How many times the vectors were emptied or replaced (a load, a mismatch, a rebuild
+        # swapped in, a clear): what was learnt about the cache before may not hold now.
+        self.resets = 0
         self._lock = threading.RLock()
         self._reset()
 
     def _reset(self) -> None:
+        self.resets += 1
         dim = self.fingerprint.get("dim")
         self._m = VectorMatrix(dim if isinstance(dim, int) else 0, self.cache_dir)
         self._groups: dict[str, _Group] = {}  # keys-file name → group

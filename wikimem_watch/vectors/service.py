@@ -70,8 +70,10 @@ class VectorService:
         self._warned: set[str] = set()
         self._query_failed_at: float | None = None  # time.monotonic() of the last failure
         self._query_failure: str | None = None  # ... and what it said
-        # What the latest query lacked its vector for, if it did: ``status`` shows it.
+        # What the latest query lacked its vector for, if it did: ``status`` shows it while
+        # the cache it was met against is the one in use (``VectorCache.resets``).
         self.query_error: str | None = None
+        self._query_error_resets = 0
         self.busy_skips = 0  # queries answered without vectors: the cache was busy writing
 
     def open(self, *, background: bool = False) -> None:
@@ -126,15 +128,15 @@ class VectorService:
 
         failed_at = self._query_failed_at
         if failed_at is not None and time.monotonic() - failed_at < QUERY_RETRY_S:
-            self.query_error = self._query_failure
+            self._query_failed(self._query_failure)
             return None  # the embedder failed moments ago: do not wait for it again
         try:
             query = self.embedder.embed_query(text)
         except EmbedError as exc:
             self._query_failed_at = time.monotonic()
             self._query_failure = f"query embedding failed, BM25 only: {exc.message}"
-            self.query_error = self._query_failure
-            self._warn_once(type(exc).__name__, self.query_error)
+            self._query_failed(self._query_failure)
+            self._warn_once(type(exc).__name__, self._query_failure)
             return None
         self._query_failed_at = self._query_failure = self.query_error = None
         if not np.isfinite(query).all() or not query.any():
@@ -145,6 +147,9 @@ class VectorService:
                 self._queries.pop(next(iter(self._queries)))
             self._queries[text] = query
         return query
+
+    def _query_failed(self, message: str | None) -> None:
+        self.query_error, self._query_error_resets = message, self.cache.resets
 
     def cosines(
         self, text: str, hashes: list[str], limit: int, within: Collection[str] | None = None
@@ -178,7 +183,11 @@ class VectorService:
             deferred=self.sync.deferred,
             busy_skips=self.busy_skips,
         )
-        stats["last_error"] = self.sync.last_error or self.query_error or stats["last_error"]
+        # A query error met against vectors since emptied or replaced (a model mismatch, a
+        # rebuild swapped in) says nothing of the cache in use: queries stop before the
+        # query-vector step on a mismatch, so none would take it out, and it hid the reason.
+        query_error = self.query_error if self._query_error_resets == self.cache.resets else None
+        stats["last_error"] = self.sync.last_error or query_error or stats["last_error"]
         return stats
 
     def close(self, timeout_s: float = 5.0) -> None:
